@@ -1,0 +1,35 @@
+"""User-facing errors.
+
+Everything a user can get wrong (a malformed file, an unknown item id, an impossible config value,
+an incomplete artifact) raises an ``AwrsrError`` subclass whose message names the file, line or
+field. The CLI prints the message and exits non-zero instead of showing a traceback.
+"""
+
+
+class AwrsrError(Exception):
+    """Base class of errors caused by user input rather than by a bug."""
+
+
+class DataError(AwrsrError):
+    """A data file or frame cannot be read or is unusable."""
+
+
+class ConfigError(AwrsrError, ValueError):
+    """A configuration value is unknown, impossible, or mixes incompatible parts."""
+
+
+class ArtifactError(AwrsrError):
+    """A saved model directory is incomplete or does not fit the model it claims to hold."""
+
+
+class UnknownItemError(AwrsrError, KeyError):
+    """Item ids that are not in the model's vocabulary."""
+
+    def __init__(self, unknown: list, hint: str = "") -> None:
+        self.unknown = list(unknown)
+        shown = ", ".join(repr(x) for x in self.unknown[:10])
+        more = f" (and {len(self.unknown) - 10} more)" if len(self.unknown) > 10 else ""
+        super().__init__(f"unknown item id(s): {shown}{more}{hint}")
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the whole message
+        return str(self.args[0])
