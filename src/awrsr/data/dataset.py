@@ -1,0 +1,163 @@
+"""``load_sequence_data``: config -> indexed sequences, vocabulary, statistics and fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from awrsr.data.config import DataConfig
+from awrsr.data.preprocess import Preprocessed, preprocess
+from awrsr.data.readers import read_interactions
+from awrsr.data.sequences import Sequences
+from awrsr.data.synthetic import make_synthetic_interactions
+from awrsr.data.vocab import Vocabulary
+from awrsr.errors import DataError
+
+_HASH_VERSION = b"awrsr-sequence-data-v1\0"  # bump if the hashed layout ever changes
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Identity of a processed dataset: sizes plus a sha256 over sequences, item ids and user ids.
+
+    The same file with the same options always gives the same hash; any change to the processed
+    data (an item, the order, an id) changes it.
+    """
+
+    users: int
+    items: int
+    interactions: int
+    sha256: str
+
+    @property
+    def short(self) -> str:
+        """First 12 hex digits, for tables."""
+        return self.sha256[:12]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Fingerprint:
+        """Inverse of ``to_dict``; missing or mistyped fields raise ``DataError``."""
+        names = [f.name for f in fields(cls)]
+        if not isinstance(data, dict) or any(n not in data for n in names):
+            raise DataError(f"a dataset fingerprint needs the fields {', '.join(names)}, got {data!r}")
+        try:
+            return cls(int(data["users"]), int(data["items"]), int(data["interactions"]), str(data["sha256"]))
+        except (TypeError, ValueError):
+            raise DataError(f"malformed dataset fingerprint {data!r}") from None
+
+    @classmethod
+    def compute(cls, offsets: np.ndarray, items: np.ndarray, item_ids: list, user_ids: list) -> Fingerprint:
+        """Hash the processed data (fixed little-endian int64 bytes, ids as JSON)."""
+        h = hashlib.sha256(_HASH_VERSION)
+        sizes = {"users": len(offsets) - 1, "items": len(item_ids), "interactions": len(items)}
+        h.update(json.dumps(sizes, sort_keys=True).encode())
+        h.update(np.ascontiguousarray(offsets, dtype="<i8").tobytes())
+        h.update(np.ascontiguousarray(items, dtype="<i8").tobytes())
+        # JSON keeps 1 and "1" apart, so the id types are part of the identity too.
+        h.update(json.dumps({"item_ids": item_ids, "user_ids": user_ids}, separators=(",", ":")).encode())
+        return cls(sizes["users"], sizes["items"], sizes["interactions"], h.hexdigest())
+
+
+@dataclass
+class DatasetStats:
+    """What was loaded and what preprocessing did to it (one ``print_stats`` table)."""
+
+    source: str
+    users: int
+    items: int
+    interactions: int
+    min_length: int
+    median_length: float
+    mean_length: float
+    max_length: int
+    density: float  # interactions / (users * items)
+    kcore: str  # e.g. "5-core users / 5-core items, iterated, stable after 1 round(s) of removal"
+    removed_users: int  # by k-core filtering
+    removed_items: int
+    removed_interactions: int
+    duplicates: str  # the duplicates policy
+    duplicates_removed: int  # interactions the duplicates policy dropped (before k-core)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(eq=False)
+class SequenceData:
+    """A loaded dataset: one chronological item-index sequence per user, plus ids and provenance."""
+
+    item_vocab: Vocabulary
+    user_ids: list  # original user id of user index u
+    sequences: Sequences  # row u = user u's item indices (1..num_items), oldest first
+    fingerprint: Fingerprint
+    stats: DatasetStats
+
+    @property
+    def num_users(self) -> int:
+        return len(self.sequences)
+
+    @property
+    def num_items(self) -> int:
+        """Number of real items; indices run 1..num_items and 0 is padding."""
+        return len(self.item_vocab)
+
+    def __repr__(self) -> str:
+        return f"SequenceData({self.stats.source!r}, users={self.num_users}, items={self.num_items}, interactions={len(self.sequences.items)})"
+
+
+def _stats(source: str, pre: Preprocessed, config: DataConfig) -> DatasetStats:
+    lengths = np.diff(pre.offsets)
+    users, items, n = len(pre.user_ids), len(pre.item_ids), len(pre.items)
+    return DatasetStats(
+        source=source,
+        users=users,
+        items=items,
+        interactions=n,
+        min_length=int(lengths.min()),
+        median_length=float(np.median(lengths)),
+        mean_length=float(lengths.mean()),
+        max_length=int(lengths.max()),
+        density=n / (users * items),
+        kcore=pre.kcore.describe(),
+        removed_users=pre.kcore.removed_users,
+        removed_items=pre.kcore.removed_items,
+        removed_interactions=pre.kcore.removed_interactions,
+        duplicates=config.duplicates,
+        duplicates_removed=pre.duplicates_removed,
+    )
+
+
+def load_sequence_data(config: DataConfig, frame: Any = None) -> SequenceData:
+    """Read, clean and index interactions as ``config`` says.
+
+    The source is ``frame`` (a polars/pandas DataFrame) when given, else ``config.path``, else the
+    built-in synthetic dataset ``config.synthetic``.
+
+    >>> from awrsr.data.config import SyntheticConfig
+    >>> data = load_sequence_data(DataConfig(synthetic=SyntheticConfig(num_users=20, num_items=10)))
+    >>> data.num_users, data.num_items
+    (20, 10)
+    """
+    if frame is not None:
+        source, interactions = "<frame>", read_interactions(frame, config)
+    elif config.path is not None:
+        source, interactions = config.path, read_interactions(config.path, config)
+    else:
+        syn = config.synthetic
+        source = "synthetic(" + ", ".join(f"{k}={v}" for k, v in asdict(syn).items()) + ")"
+        interactions = make_synthetic_interactions(syn)
+    pre = preprocess(interactions, config)
+    return SequenceData(
+        item_vocab=Vocabulary(pre.item_ids),
+        user_ids=pre.user_ids,
+        sequences=Sequences(pre.offsets, pre.items),
+        fingerprint=Fingerprint.compute(pre.offsets, pre.items, pre.item_ids, pre.user_ids),
+        stats=_stats(source, pre, config),
+    )

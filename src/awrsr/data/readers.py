@@ -1,0 +1,57 @@
+"""``read_interactions``: any supported source -> the interaction frame (see ``schema.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from awrsr.data.config import DataConfig
+from awrsr.data.tabular import is_frame, read_frame, read_table_file
+from awrsr.data.text_formats import read_movielens, read_whitespace
+from awrsr.errors import DataError
+
+_BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv"}
+
+
+def detect_format(path: Path) -> str:
+    """The format ``auto`` picks: by suffix, else ``movielens`` if the first non-blank line has ``::``.
+
+    >>> detect_format(Path("ratings.csv"))
+    'csv'
+    """
+    by_suffix = _BY_SUFFIX.get(path.suffix.lower())
+    if by_suffix:
+        return by_suffix
+    with path.open("rb") as handle:
+        for line in handle:  # only reads up to the first non-blank line
+            if line.strip():
+                return "movielens" if b"::" in line else "whitespace"
+    return "whitespace"  # empty file: the whitespace reader reports "no interactions"
+
+
+def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFrame:
+    """Read interactions from a file path or a polars/pandas DataFrame.
+
+    Returns columns ``user``, ``item`` (original ids), ``timestamp`` (null when absent) and ``row``
+    (0-based source order). User mistakes raise ``DataError`` naming the file and line or column.
+
+    >>> read_interactions(pl.DataFrame({"user_id": [1, 1], "item_id": [5, 6]}), DataConfig()).shape
+    (2, 4)
+    """
+    if is_frame(source):
+        return read_frame(source, config)
+    if not isinstance(source, (str, Path)):
+        raise TypeError(f"source must be a path or a DataFrame, got {type(source).__name__}")
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise DataError(f"data file not found: {source}")
+    if path.is_dir():
+        raise DataError(f"{source}: is a directory, expected a data file")
+    fmt = detect_format(path) if config.format == "auto" else config.format
+    if fmt == "whitespace":
+        return read_whitespace(path)
+    if fmt == "movielens":
+        return read_movielens(path)
+    return read_table_file(path, fmt, config)

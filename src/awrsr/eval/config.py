@@ -1,0 +1,20 @@
+"""Evaluation protocol switches (printed and stored with every result)."""
+
+
+from dataclasses import dataclass, field
+
+from awrsr.errors import ConfigError
+
+
+@dataclass
+class EvalConfig:
+    ks: list[int] = field(default_factory=lambda: [1, 5, 10, 20])
+    filter_seen: bool = True  # score already-seen items -inf (the target itself is never filtered)
+    batch_size: int = 256  # users per evaluation batch
+
+    def __post_init__(self) -> None:
+        if not self.ks or any(k < 1 for k in self.ks):
+            raise ConfigError(f"evaluation.ks must be a non-empty list of integers >= 1, got {self.ks}")
+        self.ks = sorted(set(self.ks))
+        if self.batch_size < 1:
+            raise ConfigError(f"evaluation.batch_size must be >= 1, got {self.batch_size}")

@@ -1,0 +1,38 @@
+"""Ranking metrics from the rank of each user's single held-out item."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def pessimistic_ranks(scores: Tensor, targets: Tensor) -> Tensor:
+    """1-based rank of each target column: 1 + #{other items with score >= the target's}.
+
+    Ties count against the target, so a constant-score model ranks every target last and can never
+    look better than chance.
+
+    >>> pessimistic_ranks(torch.tensor([[0.1, 0.5, 0.5, 0.9]]), torch.tensor([1]))
+    tensor([3])
+    """
+    target_scores = scores.gather(1, targets[:, None])  # (B, 1)
+    if torch.isnan(target_scores).any():
+        raise FloatingPointError("the model produced NaN scores for some target items")
+    return (scores >= target_scores).sum(dim=1)  # counts the target itself, hence 1-based
+
+
+def ranking_metrics(ranks: Tensor, ks: list[int]) -> dict[str, float]:
+    """HR@k (= Recall@k with one target), NDCG@k for each k, and MRR, averaged over users.
+
+    >>> ranking_metrics(torch.tensor([1, 3]), [1, 5])["ndcg@5"]
+    0.75
+    """
+    ranks = ranks.double()
+    gains = 1.0 / torch.log2(ranks + 1.0)
+    metrics: dict[str, float] = {}
+    for k in ks:
+        hit = ranks <= k
+        metrics[f"hr@{k}"] = hit.double().mean().item()
+        metrics[f"ndcg@{k}"] = (gains * hit).mean().item()
+    metrics["mrr"] = (1.0 / ranks).mean().item()
+    return metrics

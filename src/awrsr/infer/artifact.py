@@ -1,0 +1,131 @@
+"""A trained model on disk: everything needed to recommend, and nothing from the training data.
+
+    <dir>/config.yaml        the run's full configuration (data, model, train, evaluation)
+    <dir>/vocab.json         original item ids by index
+    <dir>/model.safetensors  weights
+    <dir>/metrics.json       validation/test metrics, dataset fingerprint, protocol, seed, version
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from awrsr.data import Vocabulary
+from awrsr.errors import ArtifactError, AwrsrError
+from awrsr.models import ModelConfig, build_model
+
+CONFIG_FILE = "config.yaml"
+VOCAB_FILE = "vocab.json"
+WEIGHTS_FILE = "model.safetensors"
+METRICS_FILE = "metrics.json"
+REQUIRED_FILES = (CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE)
+
+
+@dataclass
+class LoadedArtifact:
+    directory: Path
+    config: dict[str, Any]
+    model_config: ModelConfig
+    vocab: Vocabulary
+    model: nn.Module
+    metrics: dict[str, Any] | None
+
+
+def save_artifact(
+    directory: str | Path, *, config: dict[str, Any], vocab: Vocabulary, model: nn.Module,
+    metrics: dict[str, Any] | None = None,
+) -> Path:
+    """Write the artifact files into ``directory`` (created if needed)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
+    vocab.save(directory / VOCAB_FILE)
+    state = {name: t.detach().contiguous().cpu() for name, t in model.state_dict().items()}
+    save_file(state, str(directory / WEIGHTS_FILE))
+    if metrics is not None:
+        write_metrics(directory, metrics)
+    return directory
+
+
+def write_metrics(directory: str | Path, metrics: dict[str, Any]) -> None:
+    (Path(directory) / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n")
+
+
+def model_config_from_dict(values: dict[str, Any], source: str) -> ModelConfig:
+    known = {f.name for f in fields(ModelConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ArtifactError(f"{source}: unknown model field(s) {', '.join(unknown)}")
+    try:
+        return ModelConfig(**values)
+    except AwrsrError as err:
+        raise ArtifactError(f"{source}: {err}") from None
+
+
+def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedArtifact:
+    """Load config, vocabulary and weights; every inconsistency is an ``ArtifactError``.
+
+    ``max_len`` is a check, not an override: a model's position embeddings (and any refinement
+    matrices) fix its maximum length, so asking for another one is an error.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ArtifactError(f"artifact directory not found: {directory}")
+    missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
+    if missing:
+        raise ArtifactError(f"{directory}: incomplete artifact, missing {', '.join(missing)}")
+
+    config_path = directory / CONFIG_FILE
+    try:
+        config = yaml.safe_load(config_path.read_text())
+    except yaml.YAMLError as err:
+        raise ArtifactError(f"{config_path}: not valid YAML ({err})") from None
+    if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
+        raise ArtifactError(f"{config_path}: no 'model' section")
+    model_config = model_config_from_dict(config["model"], str(config_path))
+    if max_len is not None and max_len != model_config.max_len:
+        raise ArtifactError(
+            f"{directory}: the model was trained with max_len={model_config.max_len}; "
+            f"it cannot be loaded with max_len={max_len}"
+        )
+
+    vocab = Vocabulary.load(directory / VOCAB_FILE)
+    model = build_model(model_config, len(vocab))
+    weights_path = directory / WEIGHTS_FILE
+    try:
+        state = load_file(str(weights_path))
+    except (SafetensorError, OSError) as err:
+        raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
+    _check_state_matches(model, state, weights_path)
+    model.load_state_dict(state)
+    model.eval()
+
+    metrics = None
+    if (directory / METRICS_FILE).is_file():
+        metrics = json.loads((directory / METRICS_FILE).read_text())
+    return LoadedArtifact(directory, config, model_config, vocab, model, metrics)
+
+
+def _check_state_matches(model: nn.Module, state: dict, source: Path) -> None:
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise ArtifactError(
+            f"{source}: weights do not fit the configured model "
+            f"(missing: {', '.join(missing[:5]) or 'none'}; unexpected: {', '.join(unexpected[:5]) or 'none'})"
+        )
+    for name, tensor in expected.items():
+        if tuple(state[name].shape) != tuple(tensor.shape):
+            raise ArtifactError(
+                f"{source}: tensor {name!r} has shape {tuple(state[name].shape)}, "
+                f"but the configured model expects {tuple(tensor.shape)}"
+            )

@@ -1,0 +1,80 @@
+"""Recommendations for new histories of original item ids, from a saved artifact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, NamedTuple, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from awrsr.data import Sequences, Vocabulary
+from awrsr.errors import ConfigError, UnknownItemError
+from awrsr.infer.artifact import load_artifact
+
+
+class Recommendation(NamedTuple):
+    item: int | str  # original item id
+    score: float
+
+
+class Recommender:
+    """Top-k next items for histories given in the user's own item ids.
+
+    >>> rec = Recommender.load("runs/sasrec-ml-1m")  # doctest: +SKIP
+    >>> rec.recommend([1193, 661, 914], k=3)  # doctest: +SKIP
+    [Recommendation(item=2355, score=7.1), ...]
+    """
+
+    def __init__(self, model: nn.Module, vocab: Vocabulary, max_len: int) -> None:
+        self.model = model.eval()
+        self.vocab = vocab
+        self.max_len = max_len
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Recommender":
+        artifact = load_artifact(path)
+        return cls(artifact.model, artifact.vocab, artifact.model_config.max_len)
+
+    def recommend(
+        self, history: Sequence[int | str], k: int = 10, exclude_seen: bool = True,
+        unknown: Literal["error", "ignore"] = "error",
+    ) -> list[Recommendation]:
+        """The k best next items after ``history`` (oldest first), best first."""
+        return self.recommend_many([history], k=k, exclude_seen=exclude_seen, unknown=unknown)[0]
+
+    @torch.no_grad()
+    def recommend_many(
+        self, histories: Sequence[Sequence[int | str]], k: int = 10, exclude_seen: bool = True,
+        unknown: Literal["error", "ignore"] = "error",
+    ) -> list[list[Recommendation]]:
+        """Top-k for each history, scored in one batch."""
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, got {k}")
+        encoded = [self._encode(h, unknown) for h in histories]
+        lengths = np.array([len(e) for e in encoded], dtype=np.int64)
+        if (lengths == 0).any():
+            raise ConfigError("a history has no known items; at least one is needed")
+        rows = Sequences(np.concatenate([[0], np.cumsum(lengths)]), np.concatenate(encoded))
+        scores = self.model.score_next(torch.from_numpy(rows.to_padded(self.max_len)))  # (B, I)
+        if exclude_seen:
+            seen_rows = torch.from_numpy(np.repeat(np.arange(len(encoded)), lengths))
+            scores = scores.index_put((seen_rows, torch.from_numpy(rows.items - 1)), torch.tensor(float("-inf")))
+        k = min(k, scores.shape[1])
+        top_scores, top_cols = scores.topk(k, dim=1)
+        results = []
+        for row_scores, row_cols in zip(top_scores.tolist(), top_cols.tolist()):
+            valid = [(c, s) for c, s in zip(row_cols, row_scores) if s != float("-inf")]
+            items = self.vocab.decode([c + 1 for c, _ in valid]) if valid else []
+            results.append([Recommendation(i, s) for i, (_, s) in zip(items, valid)])
+        return results
+
+    def _encode(self, history: Sequence[int | str], unknown: str) -> np.ndarray:
+        if unknown == "error":
+            return self.vocab.encode(history)
+        try:
+            return self.vocab.encode(history)
+        except UnknownItemError as err:
+            missing = {str(x) for x in err.unknown}
+            return self.vocab.encode([x for x in history if str(x) not in missing])

@@ -1,0 +1,64 @@
+"""The model's configuration: which backbone, which parts, and their sizes."""
+
+
+from dataclasses import dataclass
+
+from awrsr.errors import ConfigError
+
+
+@dataclass
+class ModelConfig:
+    """Hyper-parameters of a sequential model.
+
+    ``name`` picks the backbone, ``attention`` and ``refine`` pick registered parts by name.
+    """
+
+    name: str = "sasrec"
+    max_len: int = 50
+    hidden_size: int = 64
+    num_heads: int = 1
+    num_blocks: int = 2
+    inner_size: int | None = None  # FFN width; None -> hidden_size (SASRec)
+    dropout: float = 0.2
+    attn_dropout: float | None = None  # None -> dropout
+    attention: str = "dot"
+    refine: str = "none"
+    fused_attention: bool = True  # use F.scaled_dot_product_attention when weights are not needed
+    norm_eps: float = 1e-8
+
+    def __post_init__(self) -> None:
+        for field_name in ("max_len", "hidden_size", "num_heads", "num_blocks"):
+            value = getattr(self, field_name)
+            if value < 1:
+                raise ConfigError(f"model.{field_name} must be >= 1, got {value}")
+        if self.hidden_size % self.num_heads:
+            raise ConfigError(
+                f"model.hidden_size ({self.hidden_size}) must be divisible by "
+                f"model.num_heads ({self.num_heads})"
+            )
+        for field_name in ("dropout", "attn_dropout"):
+            value = getattr(self, field_name)
+            if value is not None and not 0.0 <= value < 1.0:
+                raise ConfigError(f"model.{field_name} must be in [0, 1), got {value}")
+        if self.inner_size is not None and self.inner_size < 1:
+            raise ConfigError(f"model.inner_size must be >= 1, got {self.inner_size}")
+        # Imported here: the registries import this module for type hints.
+        from awrsr.models.registry import MODELS
+        from awrsr.nn.attention import ATTENTIONS
+        from awrsr.nn.refine import REFINEMENTS
+
+        for field_name, registry in (("name", MODELS), ("attention", ATTENTIONS), ("refine", REFINEMENTS)):
+            value = getattr(self, field_name)
+            if value not in registry:
+                raise ConfigError(
+                    f"model.{field_name}: unknown {registry.kind} {value!r}; "
+                    f"known: {', '.join(registry.names())}"
+                )
+
+    @property
+    def effective_attn_dropout(self) -> float:
+        return self.dropout if self.attn_dropout is None else self.attn_dropout
+
+    @property
+    def effective_inner_size(self) -> int:
+        return self.hidden_size if self.inner_size is None else self.inner_size

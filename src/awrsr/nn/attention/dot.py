@@ -1,0 +1,69 @@
+"""Scaled dot-product multi-head self-attention (SASRec, BERT4Rec)."""
+
+from __future__ import annotations
+
+import math
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights
+from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.refine.base import Refinement
+
+
+class DotProductAttention(nn.Module):
+    """softmax(Q K^T / sqrt(d_h)) V per head, with an optional refinement of the weights.
+
+    Two paths compute the same outputs: a fused one (``F.scaled_dot_product_attention``) used when
+    the weights are neither refined nor requested, and an explicit one that materialises them.
+    """
+
+    def __init__(
+        self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement,
+        fused: bool = True,
+    ) -> None:
+        super().__init__()
+        if hidden_size % num_heads:
+            raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
+        self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
+        self.output = nn.Linear(hidden_size, hidden_size)
+        self.attn_dropout = attn_dropout
+        self.refinement = refinement
+        self.fused = fused
+
+    def forward(
+        self, x: Tensor, mask: AttentionMask, need_weights: bool = False
+    ) -> tuple[Tensor, AttentionWeights | None]:
+        B, n, d = x.shape
+        qkv = self.qkv(x).view(B, n, 3, self.num_heads, self.head_size)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, h, n, d_h)
+        dropout = self.attn_dropout if self.training else 0.0
+
+        weights = None
+        if self.fused and self.refinement.is_identity and not need_weights:
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask.for_fused_kernel, dropout_p=dropout
+            )  # (B, h, n, d_h)
+        else:
+            logits = q @ k.transpose(-2, -1) / math.sqrt(self.head_size)  # (B, h, n, n)
+            base = masked_softmax(logits, mask.allowed)
+            refined = self.refinement(base, mask)
+            out = F.dropout(refined, dropout, self.training) @ v  # (B, h, n, d_h)
+            if need_weights:
+                weights = AttentionWeights(base=base, refined=refined)
+        out = out.transpose(1, 2).reshape(B, n, d)
+        return self.output(out), weights
+
+
+@ATTENTIONS.register("dot")
+def build_dot_attention(cfg, block_index: int, refinement: Refinement) -> DotProductAttention:
+    return DotProductAttention(
+        hidden_size=cfg.hidden_size,
+        num_heads=cfg.num_heads,
+        attn_dropout=cfg.effective_attn_dropout,
+        refinement=refinement,
+        fused=cfg.fused_attention,
+    )

@@ -1,0 +1,33 @@
+"""Item and position embeddings."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+class ItemPositionEmbedding(nn.Module):
+    """E = item_embedding * sqrt(d) + position_embedding, then dropout (SASRec).
+
+    Item index 0 is padding and embeds to zeros. Positions are counted back from the most recent
+    slot (0 = the last item), so a history gets the same embeddings whatever the amount of left
+    padding; in a window of exactly max_len this is SASRec's embedding with its rows reversed.
+    Padded positions are zeroed by the model after this layer.
+    """
+
+    def __init__(self, *, num_items: int, max_len: int, hidden_size: int, dropout: float) -> None:
+        super().__init__()
+        self.items = nn.Embedding(num_items + 1, hidden_size, padding_idx=0)
+        self.positions = nn.Embedding(max_len, hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.scale = math.sqrt(hidden_size)
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        n = input_ids.shape[1]
+        if n > self.positions.num_embeddings:
+            raise ValueError(f"input window {n} is longer than the model's max_len {self.positions.num_embeddings}")
+        positions = torch.arange(n - 1, -1, -1, device=input_ids.device)  # distance from the last slot
+        x = self.items(input_ids) * self.scale + self.positions(positions)  # (B, n, d)
+        return self.dropout(x)

@@ -1,0 +1,21 @@
+"""The position-wise feed-forward network of a transformer block."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+
+class PointWiseFeedForward(nn.Module):
+    """FFN(x) = ReLU(x W1 + b1) W2 + b2, with dropout after the activation (SASRec)."""
+
+    def __init__(self, *, hidden_size: int, inner_size: int, dropout: float) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(hidden_size, inner_size),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(inner_size, hidden_size),
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)

@@ -1,0 +1,81 @@
+"""Next-item losses, computed on real (non-padding) positions only.
+
+Every loss takes the model (for its scoring functions), the hidden states (B, n, d) and the
+targets (B, n) with 0 at padded positions, and returns a scalar.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from awrsr.nn.chunked_cross_entropy import linear_cross_entropy
+from awrsr.registry import Registry
+
+
+class ScoresItems(Protocol):
+    num_items: int
+
+    def score_all(self, hidden: Tensor) -> Tensor: ...  # (N, d) -> (N, num_items)
+
+    def score_items(self, hidden: Tensor, items: Tensor) -> Tensor: ...  # (N, d), (N, m) -> (N, m)
+
+
+Loss = Callable[..., Tensor]
+LOSSES: Registry[Loss] = Registry("loss")
+
+
+def _real_positions(hidden: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    real = targets > 0
+    return hidden[real], targets[real]  # (N, d), (N,)
+
+
+def _uniform_negatives(num_items: int, shape: tuple[int, ...], device: torch.device) -> Tensor:
+    # Uniform over real items 1..I. A negative may equal the positive with probability 1/I;
+    # the losses below mask such collisions where they would distort the objective.
+    return torch.randint(1, num_items + 1, shape, device=device)
+
+
+@LOSSES.register("bce")
+def binary_cross_entropy(
+    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 1
+) -> Tensor:
+    """SASRec's loss: -log sigmoid(r_pos) - sum_j log(1 - sigmoid(r_neg_j)), k uniform negatives."""
+    h, pos = _real_positions(hidden, targets)
+    neg = _uniform_negatives(model.num_items, (pos.shape[0], num_negatives), h.device)
+    scores = model.score_items(h, torch.cat([pos[:, None], neg], dim=1))  # (N, 1 + k)
+    pos_loss = F.softplus(-scores[:, 0])  # = -log sigmoid(r_pos)
+    neg_loss = F.softplus(scores[:, 1:]).masked_fill(neg == pos[:, None], 0.0).sum(dim=1)
+    return (pos_loss + neg_loss).mean()
+
+
+@LOSSES.register("ce")
+def full_cross_entropy(
+    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 0
+) -> Tensor:
+    """Softmax cross-entropy over every item (the "SASRec+" setting).
+
+    Dot-product models expose ``item_weights()`` (I, d), and the loss is then computed in chunks
+    without materialising every logit; other models give their full ``score_all``.
+    """
+    h, pos = _real_positions(hidden, targets)
+    item_weights = getattr(model, "item_weights", None)
+    if item_weights is not None:
+        return linear_cross_entropy(h, item_weights(), pos - 1)
+    return F.cross_entropy(model.score_all(h), pos - 1)  # score_all column j is item j + 1
+
+
+@LOSSES.register("sampled_softmax")
+def sampled_softmax(
+    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 100
+) -> Tensor:
+    """Softmax over the positive and k uniform negatives per position (collisions masked)."""
+    h, pos = _real_positions(hidden, targets)
+    neg = _uniform_negatives(model.num_items, (pos.shape[0], num_negatives), h.device)
+    scores = model.score_items(h, torch.cat([pos[:, None], neg], dim=1))  # (N, 1 + k)
+    collision = torch.cat([torch.zeros_like(pos[:, None], dtype=torch.bool), neg == pos[:, None]], 1)
+    scores = scores.masked_fill(collision, float("-inf"))
+    return F.cross_entropy(scores, torch.zeros_like(pos))

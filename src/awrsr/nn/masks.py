@@ -1,0 +1,57 @@
+"""Attention masks and the masked softmax every attention path shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class AttentionMask:
+    """Which key positions each query position may attend to, built once per forward pass.
+
+    ``allowed`` is (B, 1, n, n) bool: True where query i may attend key j. Padded queries have
+    all-False rows; their outputs are zeroed by the block, so they never reach a real position.
+    """
+
+    allowed: Tensor  # (B, 1, n, n) bool
+    real: Tensor  # (B, n) bool, True at real (non-padding) positions
+
+    @classmethod
+    def build(cls, input_ids: Tensor, causal: bool) -> "AttentionMask":
+        """Padding mask (and the causal mask when ``causal``) for left-padded ``input_ids`` (B, n)."""
+        real = input_ids != 0  # (B, n)
+        allowed = real[:, None, :, None] & real[:, None, None, :]  # (B, 1, n, n)
+        if causal:
+            n = input_ids.shape[1]
+            lower = torch.ones(n, n, dtype=torch.bool, device=input_ids.device).tril()
+            allowed = allowed & lower
+        return cls(allowed=allowed, real=real)
+
+    @cached_property
+    def for_fused_kernel(self) -> Tensor:
+        """``allowed`` plus the diagonal, so no row is empty.
+
+        Fused kernels return NaN for an all-masked row, and that NaN would reach real positions
+        through 0 * NaN in the next layer. A padded query attending to itself is harmless: its
+        output is zeroed by the block, and no real query attends to a padded key.
+        """
+        n = self.allowed.shape[-1]
+        eye = torch.eye(n, dtype=torch.bool, device=self.allowed.device)
+        return self.allowed | eye
+
+
+def masked_softmax(logits: Tensor, allowed: Tensor) -> Tensor:
+    """Softmax over the last dim restricted to ``allowed``; masked entries are exactly 0.
+
+    An all-masked row gives zeros instead of NaN.
+
+    >>> masked_softmax(torch.zeros(1, 3), torch.tensor([[True, True, False]]))
+    tensor([[0.5000, 0.5000, 0.0000]])
+    """
+    filled = logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
+    # An all-masked row becomes uniform here; multiplying by the mask turns it into zeros.
+    return filled.softmax(dim=-1) * allowed

@@ -1,0 +1,51 @@
+"""Training configuration."""
+
+
+from dataclasses import dataclass
+from typing import Literal
+
+from awrsr.errors import ConfigError
+
+# Negatives per position when train.num_negatives is left unset.
+DEFAULT_NEGATIVES = {"bce": 1, "sampled_softmax": 100, "ce": 0}
+
+
+@dataclass
+class TrainConfig:
+    loss: str = "ce"  # bce (SASRec paper) | ce (full softmax, "SASRec+") | sampled_softmax
+    num_negatives: int | None = None  # None -> 1 for bce, 100 for sampled_softmax
+    batch_size: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 0.0  # L2 penalty, as Adam's weight_decay
+    max_epochs: int = 200
+    patience: int = 20  # validation checks without improvement before stopping
+    monitor: str = "ndcg@10"  # validation metric for early stopping and model selection
+    val_every: int = 1  # epochs between validations
+    seed: int = 42
+    accelerator: str = "auto"  # Lightning accelerator: auto | cpu | gpu | mps
+    # bf16-mixed runs the training matmuls in bfloat16 (faster on CPUs with AVX512-BF16 and on
+    # GPUs); evaluation always scores in float32, since bf16 scores would tie.
+    precision: Literal["32-true", "bf16-mixed"] = "32-true"
+    progress_bar: bool = True
+    num_threads: int | None = None  # torch CPU threads; None -> torch's default
+
+    def __post_init__(self) -> None:
+        from awrsr.nn.losses import LOSSES
+
+        if self.loss not in LOSSES:
+            raise ConfigError(f"train.loss: unknown loss {self.loss!r}; known: {', '.join(LOSSES.names())}")
+        if self.num_negatives is None:
+            self.num_negatives = DEFAULT_NEGATIVES[self.loss]
+        if self.loss != "ce" and self.num_negatives < 1:
+            raise ConfigError(f"train.num_negatives must be >= 1 for loss {self.loss!r}, got {self.num_negatives}")
+        for name in ("batch_size", "max_epochs", "val_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"train.{name} must be >= 1, got {getattr(self, name)}")
+        if self.patience < 0:
+            raise ConfigError(f"train.patience must be >= 0, got {self.patience}")
+        if not self.lr > 0:
+            raise ConfigError(f"train.lr must be > 0, got {self.lr}")
+        if self.weight_decay < 0:
+            raise ConfigError(f"train.weight_decay must be >= 0, got {self.weight_decay}")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise ConfigError(f"train.num_threads must be >= 1, got {self.num_threads}")

@@ -1,0 +1,118 @@
+"""Lightning wiring: early stopping on a validation metric, the best checkpoint, a CSV log."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import lightning as L
+import polars as pl
+import torch
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
+from torch import nn
+from torch.utils.data import DataLoader
+
+from awrsr.data import LeaveOneOutSplit
+from awrsr.eval import EvalConfig, build_eval_batches
+from awrsr.train.batches import training_loader
+from awrsr.train.callbacks import EpochTimer
+from awrsr.train.config import TrainConfig
+from awrsr.train.module import SequentialRecommenderModule
+
+LOG_FILE = "metrics.csv"  # Lightning's CSVLogger: train and validation rows apart
+HISTORY_FILE = "history.csv"  # one row per epoch, merged from LOG_FILE
+
+
+@dataclass
+class TrainingOutcome:
+    best_epoch: int  # 1-based epoch whose weights were selected
+    best_value: float  # its validation monitor value
+    epochs_trained: int
+    train_seconds: float
+    epoch_seconds: list[float]
+    history_path: Path
+
+
+def quiet_lightning() -> None:
+    """Silence Lightning's hardware banners and tips; our own tables say what matters."""
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", ".*does not have many workers.*")
+    warnings.filterwarnings("ignore", ".*LeafSpec.*")
+
+
+def train_model(
+    model: nn.Module, split: LeaveOneOutSplit, train: TrainConfig, evaluation: EvalConfig,
+    max_len: int, run_dir: Path,
+) -> TrainingOutcome:
+    """Fit ``model`` on ``split.train``, select the epoch with the best validation ``train.monitor``
+    and leave those weights in ``model``. The test cases are not touched here."""
+    quiet_lightning()
+    checkpoint_dir = run_dir / "checkpoints"
+    shutil.rmtree(checkpoint_dir, ignore_errors=True)  # a stale "best" must never be picked up
+    for stale in (LOG_FILE, HISTORY_FILE):
+        (run_dir / stale).unlink(missing_ok=True)
+
+    monitor = f"val/{train.monitor}"
+    checkpoint = ModelCheckpoint(
+        dirpath=checkpoint_dir, filename="best", monitor=monitor, mode="max", save_top_k=1,
+        enable_version_counter=False,
+    )
+    timer = EpochTimer()
+    callbacks = [checkpoint, timer, EarlyStopping(monitor=monitor, mode="max", patience=train.patience)]
+    trainer = L.Trainer(
+        max_epochs=train.max_epochs,
+        accelerator=train.accelerator,
+        devices=1,
+        logger=CSVLogger(save_dir=run_dir, name="", version=""),
+        callbacks=callbacks,
+        check_val_every_n_epoch=train.val_every,
+        num_sanity_val_steps=0,
+        enable_progress_bar=train.progress_bar,
+        enable_model_summary=False,
+        log_every_n_steps=1,
+        deterministic="warn",
+        precision=train.precision,
+        default_root_dir=run_dir,
+    )
+    module = SequentialRecommenderModule(
+        model, loss=train.loss, num_negatives=train.num_negatives, lr=train.lr,
+        weight_decay=train.weight_decay, ks=evaluation.ks,
+    )
+    val_batches = build_eval_batches(split.valid, max_len, evaluation.batch_size, evaluation.filter_seen)
+    started = time.perf_counter()
+    trainer.fit(
+        module,
+        train_dataloaders=training_loader(split.train, max_len, train.batch_size, train.seed),
+        val_dataloaders=DataLoader(val_batches, batch_size=None),
+    )
+    train_seconds = time.perf_counter() - started
+
+    best = torch.load(checkpoint.best_model_path, map_location="cpu", weights_only=True)
+    module.load_state_dict(best["state_dict"])
+    return TrainingOutcome(
+        best_epoch=int(best["epoch"]) + 1,
+        best_value=float(checkpoint.best_model_score),
+        epochs_trained=trainer.current_epoch,
+        train_seconds=train_seconds,
+        epoch_seconds=timer.train_seconds,
+        history_path=write_epoch_history(run_dir / LOG_FILE, run_dir / HISTORY_FILE),
+    )
+
+
+def write_epoch_history(log_path: Path, history_path: Path) -> Path:
+    """Merge Lightning's CSV rows into one row per epoch (training loss, times, validation)."""
+    log = pl.read_csv(log_path)
+    history = (
+        log.drop("step")
+        .group_by("epoch", maintain_order=True)
+        .agg(pl.all().drop_nulls().first())
+        .with_columns(pl.col("epoch") + 1)  # 1-based, as printed everywhere else
+    )
+    history.write_csv(history_path)
+    return history_path

@@ -1,0 +1,215 @@
+"""The user-level jobs, composed from the rooms: fit a model, evaluate a saved one.
+
+Each job prints what a user needs (dataset statistics, protocol switches, a results table) and
+returns plain records, so the CLI stays a thin layer and Python users get the same behaviour.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from rich.console import Console
+from rich.table import Table
+
+import awrsr
+from awrsr.data import (
+    DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, leave_one_out, load_sequence_data, print_stats,
+)
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError
+from awrsr.eval import EvalConfig, FullRankingEvaluator
+from awrsr.infer.artifact import load_artifact, save_artifact
+from awrsr.models import ModelConfig, PopularityModel, build_model
+from awrsr.train import TrainConfig, train_model
+
+
+@dataclass
+class FitResult:
+    run_dir: Path
+    metrics: dict[str, Any]  # what metrics.json holds
+
+
+def metric_names(ks: list[int]) -> list[str]:
+    return [f"{m}@{k}" for m in ("hr", "ndcg") for k in ks] + ["mrr"]
+
+
+def code_version() -> str:
+    """The package version, plus the git commit when running from a checkout."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=Path(awrsr.__file__).parent,
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+        return f"{awrsr.__version__}+g{commit}"
+    except (OSError, subprocess.SubprocessError):
+        return awrsr.__version__
+
+
+def protocol_record(evaluation: EvalConfig, split: LeaveOneOutSplit) -> dict[str, Any]:
+    return {
+        "split": "leave-one-out (last item test, second-last validation)",
+        "ranking": "full (every item)",
+        "ties": "pessimistic",
+        "filter_seen": evaluation.filter_seen,
+        "ks": evaluation.ks,
+        "valid_users": int(len(split.valid.targets)),
+        "test_users": int(len(split.test.targets)),
+    }
+
+
+def print_results(console: Console, columns: dict[str, dict[str, float]], ks: list[int], title: str) -> None:
+    """A table with one row per metric and one column per result (fits an 80-column terminal)."""
+    table = Table(title=title)
+    table.add_column("metric")
+    for label in columns:
+        table.add_column(label, justify="right")
+    for name in metric_names(ks):
+        table.add_row(name.upper(), *(f"{metrics[name]:.4f}" for metrics in columns.values()))
+    console.print(table)
+
+
+def fit(
+    data: DataConfig, model: ModelConfig, train: TrainConfig, evaluation: EvalConfig,
+    output_dir: str | Path, frame: Any = None, console: Console | None = None,
+) -> FitResult:
+    """Train ``model`` on ``data``, select by validation, score the test set once, save the artifact."""
+    console = console or Console()
+    valid_names = metric_names(evaluation.ks)
+    if train.monitor not in valid_names:
+        raise ConfigError(
+            f"train.monitor {train.monitor!r} is not computed; with evaluation.ks={evaluation.ks} "
+            f"it must be one of {', '.join(valid_names)}"
+        )
+    if train.num_threads:
+        torch.set_num_threads(train.num_threads)
+    run_dir = Path(output_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    dataset = load_sequence_data(data, frame=frame)
+    print_stats(dataset.stats, dataset.fingerprint, console=console)
+    split = leave_one_out(dataset)
+    if len(split.valid.targets) == 0:
+        raise AwrsrError("no user has the 3 interactions leave-one-out needs; nothing to validate on")
+    console.print(
+        f"protocol: leave-one-out, full ranking over {dataset.num_items} items, "
+        f"seen items {'filtered' if evaluation.filter_seen else 'NOT filtered'}, pessimistic ties; "
+        f"{len(split.valid.targets)} validation / {len(split.test.targets)} test users"
+    )
+
+    L.seed_everything(train.seed, workers=True, verbose=False)
+    net = build_model(model, dataset.num_items)
+    outcome = train_model(net, split, train, evaluation, model.max_len, run_dir)
+
+    started = time.perf_counter()
+    results = {
+        name: FullRankingEvaluator(cases, model.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size).evaluate(net)
+        for name, cases in (("valid", split.valid), ("test", split.test))
+    }
+    eval_seconds = (time.perf_counter() - started) / 2
+    popularity = PopularityModel(split.train.items, dataset.num_items)
+    popularity_results = {
+        name: FullRankingEvaluator(cases, model.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size).evaluate(popularity)
+        for name, cases in (("valid", split.valid), ("test", split.test))
+    }
+
+    metrics = {
+        **results,
+        "popularity": popularity_results,
+        "selection": {
+            "monitor": f"valid {train.monitor}",
+            "best_epoch": outcome.best_epoch,
+            "best_value": outcome.best_value,
+            "epochs_trained": outcome.epochs_trained,
+        },
+        "time": {
+            "train_s": round(outcome.train_seconds, 2),
+            "mean_epoch_s": round(sum(outcome.epoch_seconds) / max(len(outcome.epoch_seconds), 1), 3),
+            "evaluation_s": round(eval_seconds, 3),
+        },
+        "protocol": protocol_record(evaluation, split),
+        "dataset": {**dataset.fingerprint.to_dict(), "stats": dataset.stats.to_dict()},
+        "seed": train.seed,
+        "code_version": code_version(),
+    }
+    config = {
+        "data": asdict(data), "model": asdict(model), "train": asdict(train),
+        "evaluation": asdict(evaluation),
+    }
+    save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net, metrics=metrics)
+    print_results(
+        console,
+        {
+            f"valid (epoch {outcome.best_epoch})": results["valid"],
+            "test": results["test"],
+            "popularity (test)": popularity_results["test"],
+        },
+        evaluation.ks,
+        title=f"{model.name} on {dataset.stats.source}",
+    )
+    console.print(f"saved to {run_dir}  ({outcome.epochs_trained} epochs, {outcome.train_seconds:.1f} s)")
+    return FitResult(run_dir, metrics)
+
+
+def evaluate(
+    artifact_dir: str | Path, data_path: str | None = None, split: str = "test",
+    filter_seen: bool | None = None, console: Console | None = None,
+) -> dict[str, float]:
+    """Re-score a saved model on its dataset (re-read from the stored data config, or ``data_path``).
+
+    The dataset must have the fingerprint stored with the model, so that a changed file cannot be
+    mistaken for the one the model was selected on.
+    """
+    console = console or Console()
+    if split not in ("valid", "test"):
+        raise ConfigError(f"split must be 'valid' or 'test', got {split!r}")
+    artifact = load_artifact(artifact_dir)
+    try:
+        data_config = DataConfig(**_nested_data_config(artifact.config.get("data", {})))
+        evaluation = EvalConfig(**artifact.config.get("evaluation", {}))
+    except (TypeError, AwrsrError) as err:
+        raise ArtifactError(f"{artifact.directory}/config.yaml: {err}") from None
+    if data_path is not None:
+        data_config.path = data_path
+    if filter_seen is not None:
+        evaluation.filter_seen = filter_seen
+    dataset = load_sequence_data(data_config)
+    _check_fingerprint(artifact.metrics, dataset, artifact.directory)
+    if dataset.item_vocab.to_dict() != artifact.vocab.to_dict():
+        raise ArtifactError(f"{artifact.directory}: the dataset's item vocabulary differs from the model's")
+    cases = getattr(leave_one_out(dataset), split)
+    evaluator = FullRankingEvaluator(
+        cases, artifact.model_config.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size
+    )
+    metrics = evaluator.evaluate(artifact.model)
+    print_results(
+        console, {split: metrics}, evaluation.ks,
+        title=f"{artifact.directory} on {dataset.stats.source} (seen items "
+        f"{'filtered' if evaluation.filter_seen else 'not filtered'})",
+    )
+    return metrics
+
+
+def _nested_data_config(values: dict[str, Any]) -> dict[str, Any]:
+    from awrsr.data import SyntheticConfig
+
+    values = dict(values)
+    if isinstance(values.get("synthetic"), dict):
+        values["synthetic"] = SyntheticConfig(**values["synthetic"])
+    return values
+
+
+def _check_fingerprint(metrics: dict[str, Any] | None, dataset: SequenceData, directory: Path) -> None:
+    stored = (metrics or {}).get("dataset")
+    if not stored:
+        return
+    expected = Fingerprint.from_dict({k: stored[k] for k in ("users", "items", "interactions", "sha256")})
+    if expected != dataset.fingerprint:
+        raise ArtifactError(
+            f"{directory}: the data ({dataset.stats.source}) is not the dataset this model was trained on "
+            f"(fingerprint {dataset.fingerprint.sha256[:12]} != stored {expected.sha256[:12]})"
+        )

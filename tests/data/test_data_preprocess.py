@@ -1,0 +1,93 @@
+"""Ordering, duplicates policies, iterated k-core and indexing."""
+
+import polars as pl
+import pytest
+
+from awrsr.data import DataConfig, load_sequence_data
+from awrsr.data.preprocess import KCoreReport, kcore
+from awrsr.errors import DataError
+
+
+def frame_of(rows: dict) -> pl.DataFrame:
+    """{user: [items in file order]} -> a frame as read_interactions returns it (users interleaved)."""
+    pairs = [(u, i) for u, items in rows.items() for i in items]
+    return pl.DataFrame({"user_id": [u for u, _ in pairs], "item_id": [i for _, i in pairs]})
+
+
+def load(frame: pl.DataFrame, **options):
+    options = {"min_user_interactions": 0, "min_item_interactions": 0, **options}
+    return load_sequence_data(DataConfig(**options), frame=frame)
+
+
+def decoded(data) -> dict:
+    return {u: data.item_vocab.decode(row) for u, row in zip(data.user_ids, data.sequences.to_lists())}
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected", "removed"),
+    [
+        ("keep", {1: [1, 2, 1, 1, 3, 2], 2: [3, 3, 4]}, 0),
+        ("first", {1: [1, 2, 3], 2: [3, 4]}, 4),
+        ("consecutive", {1: [1, 2, 1, 3, 2], 2: [3, 4]}, 2),
+    ],
+)
+def test_duplicates_policies(policy, expected, removed):
+    data = load(frame_of({1: [1, 2, 1, 1, 3, 2], 2: [3, 3, 4]}), duplicates=policy)
+    assert decoded(data) == expected
+    assert data.stats.duplicates == policy and data.stats.duplicates_removed == removed
+
+
+def test_consecutive_repeat_across_users_is_not_a_duplicate():
+    data = load(frame_of({1: [5, 6], 2: [6, 7]}), duplicates="consecutive")
+    assert decoded(data) == {1: [5, 6], 2: [6, 7]}
+
+
+def test_duplicates_are_judged_in_time_order():
+    frame = pl.DataFrame({"user_id": [1, 1, 1], "item_id": [7, 8, 7], "t": [3, 1, 2]})
+    data = load(frame, duplicates="consecutive", time_col="t")
+    assert decoded(data) == {1: [8, 7]}  # by time: 8 7 7
+
+
+# Thresholds: users >= 3, items >= 2. Item 9 is seen once, so round 1 drops it; that leaves user 3
+# with 2 interactions, which only round 2 can see. Users 1 and 2 survive untouched.
+KCORE_INPUT = {1: [1, 2, 3], 3: [1, 2, 9], 2: [1, 2, 3]}
+
+
+def test_iterated_kcore_needs_two_rounds():
+    data = load(frame_of(KCORE_INPUT), min_user_interactions=3, min_item_interactions=2)
+    assert decoded(data) == {1: [1, 2, 3], 2: [1, 2, 3]}
+    stats = data.stats
+    assert (stats.removed_users, stats.removed_items, stats.removed_interactions) == (1, 1, 3)
+    assert "stable after 2 round(s)" in stats.kcore
+    assert "3-core users / 2-core items" in stats.kcore
+
+
+def test_kcore_rounds_count_simultaneous_passes():
+    raw = frame_of(KCORE_INPUT).rename({"user_id": "user", "item_id": "item"})
+    kept, report = kcore(raw, min_user=3, min_item=2)
+    assert report == KCoreReport(3, 2, rounds=2, removed_users=1, removed_items=1, removed_interactions=3)
+    assert kept["user"].to_list() == [1, 1, 1, 2, 2, 2]
+
+
+def test_kcore_disabled_and_already_satisfied():
+    data = load(frame_of(KCORE_INPUT), min_user_interactions=1, min_item_interactions=0)
+    assert data.stats.kcore == "no k-core filtering" and data.sequences.lengths.sum() == 9
+    data = load(frame_of(KCORE_INPUT), min_user_interactions=3)
+    assert data.stats.kcore == "3-core users, iterated, already satisfied (nothing removed)"
+
+
+def test_kcore_that_removes_everything_is_a_data_error():
+    with pytest.raises(DataError, match="k-core thresholds .*removed every interaction"):
+        load(frame_of(KCORE_INPUT), min_user_interactions=10, min_item_interactions=2)
+
+
+def test_indices_follow_first_appearance_in_sorted_data():
+    frame = pl.DataFrame(
+        {"user_id": ["b", "a", "b", "a"], "item_id": ["x", "y", "z", "x"], "t": [2, 5, 1, 4]}
+    )
+    data = load(frame, time_col="t")
+    # users in order of first appearance in the file; per user by time: b: z x, a: x y
+    assert data.user_ids == ["b", "a"]
+    assert data.item_vocab.ids == ["z", "x", "y"]
+    assert data.sequences.to_lists() == [[1, 2], [2, 3]]
+    assert data.item_vocab.id_type == "str"

@@ -1,0 +1,76 @@
+"""The synthetic dataset with a planted successor pattern."""
+
+import numpy as np
+import polars as pl
+import pytest
+
+from awrsr.data import DataConfig, SyntheticConfig, load_sequence_data, make_synthetic_interactions
+from awrsr.data.synthetic import planted_successors, successor_cycle
+from awrsr.errors import ConfigError
+
+
+def test_deterministic_for_a_seed_and_different_for_another():
+    cfg = SyntheticConfig(num_users=200, num_items=50, seed=3)
+    a, b = make_synthetic_interactions(cfg), make_synthetic_interactions(cfg)
+    assert a.equals(b)
+    other = make_synthetic_interactions(SyntheticConfig(num_users=200, num_items=50, seed=4))
+    assert not a.equals(other)
+
+
+def test_shape_ids_and_lengths():
+    cfg = SyntheticConfig(num_users=300, num_items=40, min_length=5, max_length=9)
+    frame = make_synthetic_interactions(cfg)
+    assert frame.columns == ["user", "item", "timestamp", "row"]
+    lengths = frame.group_by("user").len()["len"]
+    assert frame["user"].n_unique() == 300 and frame["user"].min() == 1 and frame["user"].max() == 300
+    assert frame["item"].min() >= 1 and frame["item"].max() <= 40
+    assert lengths.min() >= 5 and lengths.max() <= 9 and lengths.n_unique() > 1
+
+
+def test_successor_is_one_cycle():
+    succ = successor_cycle(30, np.random.default_rng(1))
+    item, seen = 0, set()
+    for _ in range(30):
+        seen.add(item)
+        item = int(succ[item])
+    assert item == 0 and len(seen) == 30
+
+
+def test_planted_successor_is_the_most_frequent_next_item():
+    cfg = SyntheticConfig(num_users=1000, num_items=100, follow_prob=0.8, seed=7)
+    frame = make_synthetic_interactions(cfg)
+    pairs = (
+        frame.with_columns(nxt=pl.col("item").shift(-1).over("user"))
+        .drop_nulls("nxt")
+        .group_by("item", "nxt")
+        .len()
+        .sort(["item", "len", "nxt"], descending=[False, True, False])
+        .group_by("item", maintain_order=True)
+        .first()
+    )
+    planted = planted_successors(cfg)
+    hits = (pairs["nxt"].to_numpy() == planted[pairs["item"].to_numpy() - 1]).mean()
+    assert hits > 0.95
+
+
+def test_no_pattern_when_follow_prob_is_zero():
+    cfg = SyntheticConfig(num_users=300, num_items=30, follow_prob=0.0, seed=2)
+    frame = make_synthetic_interactions(cfg).with_columns(nxt=pl.col("item").shift(-1).over("user")).drop_nulls("nxt")
+    planted = planted_successors(cfg)
+    follows = (frame["nxt"].to_numpy() == planted[frame["item"].to_numpy() - 1]).mean()
+    assert follows < 0.15
+
+
+def test_default_config_loads_through_the_pipeline():
+    data = load_sequence_data(DataConfig())
+    assert data.num_users == 1000 and data.num_items == 200
+    assert data.stats.source.startswith("synthetic(")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("num_items", 1), ("num_users", 0), ("min_length", 2), ("max_length", 5), ("follow_prob", 1.5), ("seed", -1)],
+)
+def test_impossible_synthetic_values(field, value):
+    with pytest.raises(ConfigError, match=f"data.synthetic.{field}"):
+        SyntheticConfig(**{"min_length": 10, field: value})

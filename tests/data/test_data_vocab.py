@@ -1,0 +1,74 @@
+"""Item vocabulary: encoding, decoding and JSON persistence."""
+
+import json
+
+import numpy as np
+import pytest
+
+from awrsr.data import Vocabulary
+from awrsr.errors import DataError, UnknownItemError
+
+
+def test_encode_decode_round_trip():
+    vocab = Vocabulary([1193, 661, 914])
+    assert len(vocab) == 3
+    idx = vocab.encode([914, 1193, 661, 914])
+    assert idx.dtype == np.int64 and idx.tolist() == [3, 1, 2, 3]
+    back = vocab.decode(idx)
+    assert back == [914, 1193, 661, 914] and all(type(x) is int for x in back)
+
+
+def test_string_and_int_lookups_agree():
+    vocab = Vocabulary([1193, 661])
+    assert vocab.encode(["1193", 661, np.int64(1193)]).tolist() == [1, 2, 1]
+    svocab = Vocabulary(["B00X", "7"])
+    assert svocab.id_type == "str"
+    assert svocab.encode([7, "B00X"]).tolist() == [2, 1]
+    assert svocab.decode([2]) == ["7"]
+
+
+def test_unknown_ids_are_all_listed_in_order():
+    vocab = Vocabulary([1, 2, 3])
+    with pytest.raises(UnknownItemError) as err:
+        vocab.encode([4, 1, "x", 9])
+    assert err.value.unknown == [4, "x", 9]
+    assert "4, 'x', 9" in str(err.value)
+
+
+@pytest.mark.parametrize("bad", [[0], [4], [-1], [1, 5]])
+def test_decode_rejects_padding_and_out_of_range(bad):
+    with pytest.raises(ValueError):
+        Vocabulary([1, 2, 3]).decode(bad)
+
+
+def test_duplicate_ids_are_rejected():
+    with pytest.raises(ValueError, match="duplicate item id '2'"):
+        Vocabulary([1, 2, 2])
+
+
+@pytest.mark.parametrize("ids", [[10, 3, 7], ["10", "3", "a"], ["1", "2"], []])
+def test_save_load_round_trip_keeps_ids_and_types(tmp_path, ids):
+    vocab = Vocabulary(ids)
+    path = tmp_path / "vocab.json"
+    vocab.save(path)
+    loaded = Vocabulary.load(path)
+    assert loaded == vocab
+    assert loaded.ids == ids and [type(x) for x in loaded.ids] == [type(x) for x in ids]
+    assert json.loads(path.read_text())["id_type"] == vocab.id_type
+    assert Vocabulary.from_dict(vocab.to_dict()) == vocab
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"ids": [1, 2', '{"ids": [1, 2]}', '{"ids": [1, "2"], "id_type": "int"}', '{"ids": [1, 1], "id_type": "int"}', "[]"],
+)
+def test_corrupt_file_is_a_data_error_naming_it(tmp_path, content):
+    path = tmp_path / "vocab.json"
+    path.write_text(content)
+    with pytest.raises(DataError, match="vocab.json"):
+        Vocabulary.load(path)
+
+
+def test_missing_file_is_a_data_error(tmp_path):
+    with pytest.raises(DataError, match="vocabulary file not found: .*gone.json"):
+        Vocabulary.load(tmp_path / "gone.json")

@@ -1,0 +1,93 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from awrsr.data.sequences import EvalCases, Sequences
+from awrsr.eval import FullRankingEvaluator, pessimistic_ranks, ranking_metrics
+
+
+def test_ranks_by_hand_with_ties_counted_against_the_target():
+    scores = torch.tensor([
+        [0.9, 0.1, 0.5, 0.5],  # target col 2 ties with col 3 and loses to col 0 -> rank 3
+        [0.0, 0.0, 0.0, 0.0],  # constant scores -> last place
+        [0.2, 0.8, 0.1, 0.3],  # target col 1 is the best -> rank 1
+    ])
+    ranks = pessimistic_ranks(scores, torch.tensor([2, 0, 1]))
+    assert ranks.tolist() == [3, 4, 1]
+
+
+def test_metrics_by_hand():
+    m = ranking_metrics(torch.tensor([1, 3, 12]), [1, 5, 10])
+    assert m["hr@1"] == pytest.approx(1 / 3)
+    assert m["hr@5"] == pytest.approx(2 / 3)
+    assert m["hr@10"] == pytest.approx(2 / 3)
+    assert m["ndcg@1"] == pytest.approx(1 / 3)
+    assert m["ndcg@5"] == pytest.approx((1 + 1 / math.log2(4)) / 3)
+    assert m["mrr"] == pytest.approx((1 + 1 / 3 + 1 / 12) / 3)
+
+
+def test_nan_scores_are_an_error_not_a_good_rank():
+    with pytest.raises(FloatingPointError):
+        pessimistic_ranks(torch.tensor([[float("nan"), 1.0]]), torch.tensor([0]))
+
+
+class FixedScores:
+    """A scorer returning a given (users, items) score table, row by the history's last item."""
+
+    def __init__(self, table: torch.Tensor) -> None:
+        self.table = table
+
+    def score_next(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.table[input_ids[:, -1] - 1]
+
+
+def _cases() -> EvalCases:
+    history = Sequences.from_lists([[1, 2], [3], [2, 4, 5]])
+    return EvalCases(users=np.array([0, 1, 2]), history=history, targets=np.array([3, 1, 4]))
+
+
+def test_evaluator_filters_seen_items_but_never_the_target():
+    # 5 items. Row chosen by the last history item.
+    table = torch.tensor([
+        [0.0, 0.0, 0.0, 0.0, 0.0],
+        [0.1, 0.9, 0.5, 0.2, 0.0],  # last item 2 (user 0): target 3 (0.5) behind item 2 (0.9, seen)
+        [0.4, 0.8, 0.0, 0.3, 0.9],  # last item 3 (user 1): target 1 (0.4) behind 2 and 5
+        [0.0, 0.0, 0.0, 0.0, 0.0],
+        [0.1, 0.7, 0.3, 0.6, 0.8],  # last item 5 (user 2): target 4 (0.6) was seen, still ranked
+    ])
+    cases = _cases()
+    filtered = FullRankingEvaluator(cases, max_len=4, ks=[1], batch_size=2).ranks(FixedScores(table))
+    assert filtered.tolist() == [1, 3, 1]  # user 2: items 2 and 5 are seen and filtered
+    unfiltered = FullRankingEvaluator(cases, max_len=4, ks=[1], filter_seen=False).ranks(FixedScores(table))
+    assert unfiltered.tolist() == [2, 3, 3]
+
+
+def test_constant_model_never_beats_chance():
+    """Every target ranks last among the candidates left after filtering: no credit from ties."""
+    cases = _cases()
+    evaluator = FullRankingEvaluator(cases, max_len=4, ks=[1, 2])
+    constant = FixedScores(torch.zeros(5, 5))
+    # candidates: 5 items minus the seen ones other than the target: 3, 4 and 3
+    assert evaluator.ranks(constant).tolist() == [3, 4, 3]
+    metrics = evaluator.evaluate(constant)
+    assert metrics["hr@2"] == 0.0 and metrics["ndcg@2"] == 0.0
+
+
+def test_evaluator_matches_a_brute_force_loop():
+    rng = np.random.default_rng(0)
+    num_items, users = 40, 57
+    rows = [list(rng.choice(np.arange(1, num_items + 1), size=rng.integers(1, 12), replace=False)) for _ in range(users)]
+    targets = rng.integers(1, num_items + 1, size=users)
+    cases = EvalCases(users=np.arange(users), history=Sequences.from_lists(rows), targets=targets)
+    table = torch.from_numpy(rng.normal(size=(num_items, num_items))).float()
+    table[:, :5] = 0.0  # plenty of ties
+    got = FullRankingEvaluator(cases, max_len=6, ks=[10], batch_size=16).ranks(FixedScores(table))
+    for u in range(users):
+        scores = table[rows[u][-1] - 1].clone()
+        seen = [i - 1 for i in rows[u] if i != targets[u]]
+        scores[seen] = float("-inf")
+        t = targets[u] - 1
+        expected = 1 + sum(1 for j in range(num_items) if j != t and scores[j] >= scores[t])
+        assert got[u].item() == expected, u

@@ -1,0 +1,111 @@
+"""Invariants every backbone x attention x refinement obeys (SPEC.md, "Invariants")."""
+
+import pytest
+import torch
+
+from conftest import COMBINATIONS, build_tiny
+
+
+def _histories() -> torch.Tensor:
+    return torch.tensor([[0, 0, 0, 5, 6, 7, 8, 9], [1, 2, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 0, 0, 0, 4]])
+
+
+@COMBINATIONS
+def test_causality(name, attention, refine):
+    model = build_tiny(name, attention, refine).eval()
+    if not model.causal:
+        pytest.skip("bidirectional backbone")
+    ids = _histories()
+    changed = ids.clone()
+    changed[:, 6:] = torch.tensor([11, 12])  # change the last two items
+    with torch.no_grad():
+        before, after = model(ids), model(changed)
+    # Outputs at positions 0..5 must not see the change at 6..7.
+    assert torch.allclose(before[:, :6], after[:, :6], atol=1e-6)
+    assert not torch.allclose(before[:, 6:], after[:, 6:])
+
+
+@COMBINATIONS
+def test_padding_invariance(name, attention, refine):
+    """The same history padded to different window lengths gives the same real outputs, and
+    padded positions carry exactly zero."""
+    model = build_tiny(name, attention, refine).eval()
+    long_window = torch.tensor([[0, 0, 0, 0, 0, 3, 4, 5]])
+    short_window = torch.tensor([[0, 3, 4, 5]])
+    with torch.no_grad():
+        long_out, short_out = model(long_window), model(short_window)
+    assert torch.isfinite(long_out).all()
+    assert torch.allclose(long_out[0, -3:], short_out[0, -3:], atol=1e-5)
+    assert torch.equal(long_out[0, :5], torch.zeros_like(long_out[0, :5]))
+
+
+@COMBINATIONS
+def test_padding_amount_does_not_change_real_outputs(name, attention, refine):
+    """Left padding of different lengths in one batch gives the same outputs as alone."""
+    model = build_tiny(name, attention, refine).eval()
+    a = torch.tensor([[0, 0, 0, 0, 7, 3, 4, 5]])
+    b = torch.tensor([[0, 0, 0, 0, 0, 0, 1, 2]])
+    with torch.no_grad():
+        together = model(torch.cat([a, b]))
+        assert torch.allclose(together[0], model(a)[0], atol=1e-6)
+        assert torch.allclose(together[1], model(b)[0], atol=1e-6)
+
+
+@COMBINATIONS
+def test_weights_rows_sum_to_one_over_allowed_keys(name, attention, refine):
+    model = build_tiny(name, attention, refine).eval()
+    ids = _histories()
+    with torch.no_grad():
+        _, weights = model.encode(ids, need_weights=True)
+    assert len(weights) == len(model.blocks)
+    real = ids != 0
+    for layer in weights:
+        for w in (layer.base, layer.refined):
+            assert w.shape == (3, model.blocks[0].attention.num_heads, 8, 8)
+            assert (w >= 0).all()
+            sums = w.sum(-1)  # (B, h, n)
+            expected = real[:, None, :].expand_as(sums).float()  # 1 for real queries, 0 for padded
+            assert torch.allclose(sums, expected, atol=1e-5)
+            if model.causal:
+                assert torch.equal(w.triu(1), torch.zeros_like(w))
+            # no weight on padded keys
+            assert torch.equal(w * (~real)[:, None, None, :], torch.zeros_like(w))
+
+
+@COMBINATIONS
+def test_fused_path_equals_explicit_path(name, attention, refine):
+    fused = build_tiny(name, attention, refine, fused_attention=True).eval()
+    explicit = build_tiny(name, attention, refine, fused_attention=False).eval()
+    explicit.load_state_dict(fused.state_dict())
+    ids = _histories()
+    with torch.no_grad():
+        assert torch.allclose(fused(ids), explicit(ids), atol=1e-5)
+        # asking for the weights forces the explicit path; outputs must not change
+        assert torch.allclose(fused(ids), fused.encode(ids, need_weights=True)[0], atol=1e-5)
+
+
+@COMBINATIONS
+def test_scores_cover_every_item_and_match_score_items(name, attention, refine):
+    model = build_tiny(name, attention, refine).eval()
+    ids = _histories()
+    with torch.no_grad():
+        scores = model.score_next(ids)
+        assert scores.shape == (3, model.num_items)
+        hidden = model(ids)[:, -1]
+        items = torch.tensor([[1, 5, 20]] * 3)
+        assert torch.allclose(model.score_items(hidden, items), scores[:, [0, 4, 19]], atol=1e-5)
+
+
+@COMBINATIONS
+def test_training_step_gives_finite_gradients(name, attention, refine):
+    from awrsr.nn.losses import LOSSES
+
+    model = build_tiny(name, attention, refine).train()
+    ids = _histories()
+    targets = torch.roll(ids, -1, dims=1).clamp(min=0)
+    targets[:, -1] = 3
+    targets[ids == 0] = 0
+    loss = LOSSES.get("ce")(model, model(ids), targets)
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
