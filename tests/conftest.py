@@ -48,3 +48,31 @@ def build_tiny(name: str, attention: str, refine: str, **overrides):
 COMBINATIONS = pytest.mark.parametrize(
     "name,attention,refine", registered_combinations(), ids=lambda v: str(v)
 )
+
+
+def tiny_run_config(output_dir, **train_overrides):
+    """Keyword arguments of ``workflows.fit`` for a small synthetic run (a few seconds)."""
+    from awrsr.data import DataConfig, SyntheticConfig
+    from awrsr.eval import EvalConfig
+    from awrsr.train import TrainConfig
+
+    train = dict(max_epochs=8, patience=3, batch_size=64, lr=3e-3, progress_bar=False, seed=7)
+    train.update(train_overrides)
+    return dict(
+        data=DataConfig(synthetic=SyntheticConfig(num_users=300, num_items=50, min_length=8, max_length=20)),
+        model=ModelConfig(max_len=20, hidden_size=32, num_heads=2, num_blocks=2, dropout=0.1),
+        train=TrainConfig(**train),
+        evaluation=EvalConfig(),
+        output_dir=output_dir,
+    )
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory):
+    """One small SASRec fit shared by the artifact, recommender, evaluation and CLI tests."""
+    from rich.console import Console
+
+    from awrsr.workflows import fit
+
+    run_dir = tmp_path_factory.mktemp("run") / "sasrec"
+    return fit(**tiny_run_config(run_dir), console=Console(quiet=True))

@@ -63,7 +63,7 @@ def evaluate(
 
 def recommend(
     artifact: str,
-    history: str,
+    history: str = "",
     k: int = 10,
     include_seen: bool = False,
     ignore_unknown: bool = False,

@@ -2,6 +2,7 @@
 
 
 from dataclasses import dataclass
+from typing import Literal
 
 from awrsr.errors import ConfigError
 
@@ -24,6 +25,12 @@ class ModelConfig:
     attention: str = "dot"
     refine: str = "none"
     fused_attention: bool = True  # use F.scaled_dot_product_attention when weights are not needed
+    # Attention-weight refinement options (AWRSR; see docs/refinements.md)
+    refine_per_head: bool = False  # one set of n x n matrices per head instead of one per layer
+    refine_scale: Literal["head", "length"] = "head"  # 1/sqrt(d_h) (paper) or 1/sqrt(n)
+    refine_init_std: float = 0.02  # matrices start at identity + N(0, std)
+    refine_blocks: list[int] | None = None  # 0-based blocks to refine; None -> every block
+    refine_value_form: Literal["causal", "literal"] = "causal"  # M_value: causal form or the paper's eq. 3
     norm_eps: float = 1e-8
 
     def __post_init__(self) -> None:
@@ -40,6 +47,14 @@ class ModelConfig:
             value = getattr(self, field_name)
             if value is not None and not 0.0 <= value < 1.0:
                 raise ConfigError(f"model.{field_name} must be in [0, 1), got {value}")
+        if self.refine_init_std < 0:
+            raise ConfigError(f"model.refine_init_std must be >= 0, got {self.refine_init_std}")
+        if self.refine_blocks is not None:
+            bad = [b for b in self.refine_blocks if not 0 <= b < self.num_blocks]
+            if bad:
+                raise ConfigError(
+                    f"model.refine_blocks {bad} out of range: blocks are 0..{self.num_blocks - 1}"
+                )
         if self.inner_size is not None and self.inner_size < 1:
             raise ConfigError(f"model.inner_size must be >= 1, got {self.inner_size}")
         # Imported here: the registries import this module for type hints.

@@ -3,8 +3,10 @@ product with the shared item embeddings."""
 
 from __future__ import annotations
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
+from awrsr.errors import ConfigError
 from awrsr.models.config import ModelConfig
 from awrsr.models.registry import MODELS
 from awrsr.nn.attention import ATTENTIONS, AttentionWeights
@@ -41,6 +43,11 @@ class SASRec(nn.Module):
     ) -> tuple[Tensor, list[AttentionWeights]]:
         """Hidden states (B, n, d) for left-padded ``input_ids`` (B, n), and per-layer weights
         when ``need_weights``."""
+        n = input_ids.shape[1]
+        if n > self.max_len:
+            raise ValueError(f"input window {n} is longer than the model's max_len {self.max_len}")
+        # Always run the full window: refinement matrices are indexed by position.
+        input_ids = F.pad(input_ids, (self.max_len - n, 0))
         mask = AttentionMask.build(input_ids, causal=self.causal)
         x = self.embedding(input_ids) * mask.real.unsqueeze(-1)  # (B, n, d)
         weights = []
@@ -48,7 +55,7 @@ class SASRec(nn.Module):
             x, w = block(x, mask, need_weights=need_weights)
             if w is not None:
                 weights.append(w)
-        return self.final_norm(x), weights
+        return self.final_norm(x)[:, -n:], weights
 
     def forward(self, input_ids: Tensor) -> Tensor:
         return self.encode(input_ids)[0]
@@ -70,11 +77,22 @@ class SASRec(nn.Module):
         return self.score_all(self.forward(input_ids)[:, -1])
 
 
+def build_refinement(cfg: ModelConfig, block_index: int, causal: bool):
+    """The configured refinement for one block, checked against the backbone's direction."""
+    refinement = REFINEMENTS.get(cfg.refine)(cfg, block_index)
+    if causal and refinement.needs_bidirectional:
+        raise ConfigError(
+            f"model.refine {cfg.refine!r} with this form lets a position see later items; "
+            f"backbone {cfg.name!r} is causal (use refine_value_form: causal)"
+        )
+    return refinement
+
+
 @MODELS.register("sasrec")
 def build_sasrec(cfg: ModelConfig, num_items: int) -> SASRec:
     blocks = [
         TransformerBlock(
-            attention=ATTENTIONS.get(cfg.attention)(cfg, i, REFINEMENTS.get(cfg.refine)(cfg, i)),
+            attention=ATTENTIONS.get(cfg.attention)(cfg, i, build_refinement(cfg, i, SASRec.causal)),
             feed_forward=PointWiseFeedForward(
                 hidden_size=cfg.hidden_size, inner_size=cfg.effective_inner_size, dropout=cfg.dropout
             ),

@@ -1,0 +1,123 @@
+"""Speed benchmark: seconds per training epoch and per full-ranking evaluation of all users.
+
+    python benchmarks/speed.py                      # ML-1M (n=200) and Beauty (n=50), fp32 and bf16
+    python benchmarks/speed.py --datasets ml-1m --precision 32-true --profile
+
+The training epoch runs the same model and loss code as `awrsr fit` (d=64, 2 blocks, 1 head,
+full softmax CE, batch 128, dropout 0.2) over every batch of the real data once; the evaluation
+ranks every test user's target against all items with seen items filtered. Results go to
+benchmarks/results/speed.json and speed.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from awrsr.data import DataConfig, leave_one_out, load_sequence_data  # noqa: E402
+from awrsr.eval import FullRankingEvaluator  # noqa: E402
+from awrsr.models import ModelConfig, build_model  # noqa: E402
+from awrsr.nn.losses import LOSSES  # noqa: E402
+from awrsr.train.batches import training_loader  # noqa: E402
+
+DATASETS = {
+    "ml-1m": (ROOT.parent / "shared/data/ml-1m/ml-1m.txt", 200),
+    "beauty": (ROOT.parent / "shared/data/beauty/Beauty.txt", 50),
+}
+
+
+def train_epoch_seconds(model, loader, precision: str, max_steps: int | None) -> tuple[float, int]:
+    loss_fn = LOSSES.get("ce")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
+    model.train()
+    steps, started = 0, time.perf_counter()
+    for inputs, targets in loader:
+        opt.zero_grad(set_to_none=True)
+        with autocast:
+            loss = loss_fn(model, model(inputs), targets)
+        loss.backward()
+        opt.step()
+        steps += 1
+        if max_steps and steps >= max_steps:
+            break
+    elapsed = time.perf_counter() - started
+    return elapsed * len(loader) / steps, steps  # extrapolated to the whole epoch when max_steps cuts it
+
+
+def profile_step(model, loader, precision: str) -> str:
+    from torch.profiler import ProfilerActivity, profile
+
+    loss_fn = LOSSES.get("ce")
+    inputs, targets = next(iter(loader))
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
+    model.train()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with autocast:
+            loss = loss_fn(model, model(inputs), targets)
+        loss.backward()
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    parser.add_argument("--precision", nargs="+", default=["32-true", "bf16-mixed"])
+    parser.add_argument("--max-steps", type=int, default=None, help="time only this many steps and extrapolate")
+    parser.add_argument("--profile", action="store_true", help="print where one training step spends its time")
+    args = parser.parse_args()
+
+    rows = []
+    for name in args.datasets:
+        path, max_len = DATASETS[name]
+        dataset = load_sequence_data(DataConfig(path=str(path)))
+        split = leave_one_out(dataset)
+        loader = training_loader(split.train, max_len, batch_size=128, seed=0)
+        evaluator = FullRankingEvaluator(split.test, max_len, batch_size=256)
+        for precision in args.precision:
+            torch.manual_seed(0)
+            model = build_model(ModelConfig(max_len=max_len, hidden_size=64, num_blocks=2, dropout=0.2), dataset.num_items)
+            epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps)
+            started = time.perf_counter()
+            evaluator.evaluate(model)
+            eval_s = time.perf_counter() - started
+            row = {
+                "dataset": name, "users": dataset.num_users, "items": dataset.num_items, "max_len": max_len,
+                "precision": precision, "batches": len(loader), "timed_batches": steps,
+                "train_epoch_s": round(epoch_s, 2), "eval_all_users_s": round(eval_s, 2),
+            }
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if args.profile:
+                print(profile_step(model, loader, precision))
+
+    machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
+    md = [
+        f"Machine: {machine}. d=64, 2 blocks, 1 head, full CE, batch 128.", "",
+        "| dataset | n | precision | batches/epoch | s / training epoch | s / full-ranking eval (all users) |",
+        "|---|---|---|---|---|---|",
+    ]
+    md += [
+        f"| {r['dataset']} | {r['max_len']} | {r['precision']} | {r['batches']} | {r['train_epoch_s']:.1f} | {r['eval_all_users_s']:.2f} |"
+        for r in rows
+    ]
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "speed.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
+    (out / "speed.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        main()

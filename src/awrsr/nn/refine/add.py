@@ -1,0 +1,25 @@
+"""M_add (AWRSR eq. 4): B = ((A W_RK)(A W_RQ)^T / sqrt(d_h) + A) / 2, balancing refined and
+original weights."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.refine.base import REFINEMENTS
+from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
+
+
+class AdditiveRefinement(MatrixRefinement):
+    matrix_names = ("query", "key")
+
+    def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
+        k = self.project(weights, self.key)  # (B, h, n, n)
+        q = self.project(weights, self.query)
+        logits = (k @ q.transpose(-2, -1) * self.scale + weights) / 2  # eq. 4's order: K rows, Q columns
+        return masked_softmax(logits, mask.allowed)
+
+
+@REFINEMENTS.register("add")
+def build_additive_refinement(cfg, block_index: int):
+    return build_matrix_refinement(AdditiveRefinement, cfg, block_index)

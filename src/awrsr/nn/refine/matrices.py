@@ -1,0 +1,55 @@
+"""The trainable n x n matrices the AWRSR refinements multiply attention weights with."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from awrsr.errors import ConfigError
+from awrsr.nn.refine.base import Refinement
+
+
+class MatrixRefinement(Refinement):
+    """Base of the refinements that map A (B, h, n, n) through n x n matrices.
+
+    One set of matrices per layer, shared by the heads (``per_head=False``, the default) or one per
+    head; each initialised to identity + N(0, init_std). Subclasses name their matrices.
+    """
+
+    matrix_names: tuple[str, ...] = ()
+
+    def __init__(
+        self, *, max_len: int, num_heads: int, head_size: int, per_head: bool = False,
+        scale: str = "head", init_std: float = 0.02,
+    ) -> None:
+        super().__init__()
+        if scale not in ("head", "length"):
+            raise ConfigError(f"model.refine_scale must be 'head' or 'length', got {scale!r}")
+        self.max_len = max_len
+        copies = num_heads if per_head else 1
+        # 1/sqrt(d_h) as the paper writes (its d is the head width); 1/sqrt(n) as an option.
+        self.scale = 1.0 / math.sqrt(head_size if scale == "head" else max_len)
+        eye = torch.eye(max_len).expand(copies, max_len, max_len)
+        for name in self.matrix_names:
+            self.register_parameter(name, nn.Parameter(eye + init_std * torch.randn(copies, max_len, max_len)))
+
+    def project(self, weights: Tensor, matrix: Tensor) -> Tensor:
+        """A W for A (B, h, n, n) and W (1 or h, n, n): each query row mapped through W."""
+        n = weights.shape[-1]
+        if n != self.max_len:
+            raise ValueError(f"refinements need windows of exactly max_len={self.max_len}, got {n}")
+        return weights @ matrix  # (B, h, n, n)
+
+
+def build_matrix_refinement(cls: type[MatrixRefinement], cfg, block_index: int, **extra) -> Refinement:
+    """Build ``cls`` for block ``block_index``, or the identity if the block is not refined."""
+    from awrsr.nn.refine.none import NoRefinement
+
+    if cfg.refine_blocks is not None and block_index not in cfg.refine_blocks:
+        return NoRefinement()
+    return cls(
+        max_len=cfg.max_len, num_heads=cfg.num_heads, head_size=cfg.hidden_size // cfg.num_heads,
+        per_head=cfg.refine_per_head, scale=cfg.refine_scale, init_std=cfg.refine_init_std, **extra,
+    )

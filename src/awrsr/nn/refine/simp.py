@@ -1,0 +1,26 @@
+"""M_simp (AWRSR eq. 2): attention over attention rows, B = (A W_RQ)(A W_RK)^T / sqrt(d_h)."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.refine.base import REFINEMENTS
+from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
+
+
+class SimpleRefinement(MatrixRefinement):
+    """Rows of A become queries and keys of a second attention; its weights replace A."""
+
+    matrix_names = ("query", "key")
+
+    def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
+        q = self.project(weights, self.query)  # (B, h, n, n)
+        k = self.project(weights, self.key)
+        logits = q @ k.transpose(-2, -1) * self.scale  # B_kt = (A_k W_RQ) . (A_t W_RK)
+        return masked_softmax(logits, mask.allowed)
+
+
+@REFINEMENTS.register("simp")
+def build_simple_refinement(cfg, block_index: int):
+    return build_matrix_refinement(SimpleRefinement, cfg, block_index)

@@ -1,0 +1,48 @@
+"""M_value (AWRSR eq. 3): the refined weights are themselves values, weighted by an attention
+over attention rows.
+
+The paper's matrix form B = W_RV A softmax((W_RK A)^T W_RQ A) mixes all rows of A, so in a causal
+model a position would see later items. The default ``causal`` form keeps the idea and the
+causality: B = masked-softmax((A W_RQ)(A W_RK)^T / sqrt(d_h)) (A W_RV). The ``literal`` form is
+the paper's equation and is allowed only on bidirectional backbones.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from awrsr.errors import ConfigError
+from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.refine.base import REFINEMENTS
+from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
+
+
+class ValueRefinement(MatrixRefinement):
+    matrix_names = ("query", "key", "value")
+
+    def __init__(self, *, form: str = "causal", **kwargs) -> None:
+        super().__init__(**kwargs)
+        if form not in ("causal", "literal"):
+            raise ConfigError(f"model.refine_value_form must be 'causal' or 'literal', got {form!r}")
+        self.form = form
+        self.needs_bidirectional = form == "literal"
+
+    def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
+        if self.form == "causal":
+            q = self.project(weights, self.query)  # (B, h, n, n)
+            k = self.project(weights, self.key)
+            v = self.project(weights, self.value)
+            inner = masked_softmax(q @ k.transpose(-2, -1) * self.scale, mask.allowed)  # (B, h, n, n)
+            logits = inner @ v
+        else:
+            # The paper's eq. 3 as printed: B = W_RV A softmax((W_RK A)^T W_RQ A), the matrices
+            # multiplying A from the left (mixing its rows, i.e. query positions).
+            self.project(weights, self.value)  # checks the window length
+            inner = ((self.key @ weights).transpose(-2, -1) @ (self.query @ weights)).softmax(dim=-1)
+            logits = (self.value @ weights) @ inner
+        return masked_softmax(logits, mask.allowed)
+
+
+@REFINEMENTS.register("value")
+def build_value_refinement(cfg, block_index: int):
+    return build_matrix_refinement(ValueRefinement, cfg, block_index, form=cfg.refine_value_form)

@@ -1,0 +1,101 @@
+import math
+
+import pytest
+import torch
+
+from awrsr.errors import ConfigError
+from awrsr.models import ModelConfig, build_model
+from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.refine.add import AdditiveRefinement
+from awrsr.nn.refine.none import NoRefinement
+from awrsr.nn.refine.simp import SimpleRefinement
+from awrsr.nn.refine.value import ValueRefinement
+
+
+def _attention(n=4, heads=1, causal=True):
+    torch.manual_seed(0)
+    ids = torch.tensor([[0, 3, 4, 5][-n:]])
+    mask = AttentionMask.build(ids, causal=causal)
+    base = masked_softmax(torch.randn(1, heads, n, n), mask.allowed)
+    return base, mask
+
+
+def test_none_is_exactly_the_identity():
+    base, mask = _attention()
+    assert NoRefinement()(base, mask) is base
+
+
+def test_simp_by_hand_with_identity_matrices():
+    base, mask = _attention()
+    ref = SimpleRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0)
+    expected = masked_softmax(base @ base.transpose(-2, -1) / math.sqrt(16), mask.allowed)
+    assert torch.allclose(ref(base, mask), expected)
+
+
+def test_add_by_hand_with_zero_matrices_is_a_softened_copy_of_a():
+    base, mask = _attention()
+    ref = AdditiveRefinement(max_len=4, num_heads=1, head_size=16)
+    with torch.no_grad():
+        ref.query.zero_()
+        ref.key.zero_()
+    assert torch.allclose(ref(base, mask), masked_softmax(base / 2, mask.allowed))
+
+
+def test_causal_value_by_hand_with_identity_matrices():
+    base, mask = _attention()
+    ref = ValueRefinement(max_len=4, num_heads=1, head_size=4, init_std=0.0)
+    inner = masked_softmax(base @ base.transpose(-2, -1) / 2.0, mask.allowed)
+    assert torch.allclose(ref(base, mask), masked_softmax(inner @ base, mask.allowed))
+
+
+def test_literal_value_is_eq3_and_only_for_bidirectional_backbones():
+    base, mask = _attention(causal=False)
+    ref = ValueRefinement(max_len=4, num_heads=1, head_size=4, init_std=0.0, form="literal")
+    assert ref.needs_bidirectional
+    expected = masked_softmax(base @ (base.transpose(-2, -1) @ base).softmax(-1), mask.allowed)
+    out = ref(base, mask)
+    assert torch.allclose(out, expected)
+    assert torch.allclose(out.sum(-1)[..., 1:], torch.ones(3))
+    with pytest.raises(ConfigError, match="causal"):
+        build_model(ModelConfig(max_len=4, refine="value", refine_value_form="literal"), 10)
+
+
+def test_matrices_are_shared_by_heads_unless_per_head():
+    shared = SimpleRefinement(max_len=5, num_heads=4, head_size=8)
+    per_head = SimpleRefinement(max_len=5, num_heads=4, head_size=8, per_head=True)
+    assert shared.query.shape == (1, 5, 5) and per_head.query.shape == (4, 5, 5)
+    assert ValueRefinement(max_len=5, num_heads=2, head_size=8).value.shape == (1, 5, 5)
+    scale_n = SimpleRefinement(max_len=25, num_heads=1, head_size=8, scale="length")
+    assert scale_n.scale == pytest.approx(1 / 5)
+
+
+def test_only_the_chosen_blocks_are_refined():
+    model = build_model(ModelConfig(max_len=6, num_blocks=3, refine="simp", refine_blocks=[1]), 10)
+    kinds = [type(b.attention.refinement).__name__ for b in model.blocks]
+    assert kinds == ["NoRefinement", "SimpleRefinement", "NoRefinement"]
+    with pytest.raises(ConfigError, match="refine_blocks"):
+        ModelConfig(num_blocks=2, refine="simp", refine_blocks=[2])
+
+
+@pytest.mark.parametrize("refine", ["simp", "value", "add"])
+def test_refinement_trains_saves_loads_and_recommends(refine, tmp_path):
+    from rich.console import Console
+
+    from awrsr.errors import ArtifactError
+    from awrsr.infer import Recommender, load_artifact
+    from awrsr.workflows import fit
+
+    from conftest import tiny_run_config
+
+    cfg = tiny_run_config(tmp_path / refine, max_epochs=2)
+    cfg["model"] = ModelConfig(max_len=12, hidden_size=16, num_blocks=1, refine=refine)
+    result = fit(**cfg, console=Console(quiet=True))
+    rec = Recommender.load(result.run_dir)
+    top = rec.recommend([1, 2, 3], k=5)
+    assert len(top) == 5 and not {r.item for r in top} & {1, 2, 3}
+    loaded = load_artifact(result.run_dir)
+    assert loaded.model_config.refine == refine
+    _, weights = loaded.model.encode(torch.tensor([[0] * 9 + [1, 2, 3]]), need_weights=True)
+    assert not torch.allclose(weights[0].base, weights[0].refined)
+    with pytest.raises(ArtifactError, match="max_len=12"):
+        load_artifact(result.run_dir, max_len=20)

@@ -1,0 +1,94 @@
+"""The awrsr command: every bad input gets one clear message and a non-zero exit, no traceback."""
+
+import json
+
+import pytest
+
+from awrsr.cli import main
+
+
+def run_cli(capsys, *argv):
+    """Run ``awrsr argv``; return (exit code, stdout, stderr)."""
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_recommend_prints_original_ids(trained_run, capsys):
+    code, out, _ = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,2,3", "--k", "4", "--json_output", "true")
+    assert code == 0
+    recs = json.loads(out)
+    assert len(recs) == 4 and not {r["item"] for r in recs} & {1, 2, 3}
+
+
+def test_evaluate_prints_the_metrics_table(trained_run, capsys):
+    code, out, _ = run_cli(capsys, "evaluate", str(trained_run.run_dir), "--split", "valid")
+    assert code == 0 and "NDCG@10" in out
+
+
+def test_fit_runs_from_a_config_file(tmp_path, capsys):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        "data:\n  synthetic:\n    num_users: 60\n    num_items: 20\n"
+        "model:\n  max_len: 10\n  hidden_size: 8\n  num_blocks: 1\n"
+        f"train:\n  max_epochs: 2\n  progress_bar: false\noutput_dir: {tmp_path / 'run'}\n"
+    )
+    code, out, err = run_cli(capsys, "fit", "--config", str(config))
+    assert code == 0, err
+    assert (tmp_path / "run" / "model.safetensors").is_file()
+    assert "popularity" in out
+
+
+@pytest.mark.parametrize(
+    "yaml_text, expected",
+    [
+        ("model:\n  hidden_sise: 64\n", "hidden_sise"),  # unknown key
+        ("model:\n  hidden_size: 64\n  num_heads: 3\n", "model.num_heads"),  # impossible value
+        ("train:\n  loss: hinge\n", "train.loss"),
+        ("train:\n  monitor: ndcg@50\n", "train.monitor"),
+        ("data:\n  min_user_interactions: -1\n", "data.min_user_interactions"),
+        ("model:\n  refine: magic\n", "model.refine"),
+    ],
+)
+def test_bad_configs_name_the_field(tmp_path, capsys, yaml_text, expected):
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml_text + f"output_dir: {tmp_path / 'run'}\n")
+    code, _, err = run_cli(capsys, "fit", "--config", str(config), "--train.max_epochs", "1")
+    assert code != 0
+    assert expected in err
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("1 2 3\n2 x 4\n", ":2"),  # malformed line: file and line number
+        ("", "no interactions"),
+    ],
+)
+def test_bad_data_files_name_file_and_line(tmp_path, capsys, content, expected):
+    data = tmp_path / "interactions.txt"
+    data.write_text(content)
+    code, _, err = run_cli(capsys, "stats", "--data.path", str(data))
+    assert code == 2
+    assert "interactions.txt" in err and expected in err
+
+
+def test_missing_data_file(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "stats", "--data.path", str(tmp_path / "nope.txt"))
+    assert code == 2 and "nope.txt" in err
+
+
+def test_unknown_item_in_recommend(trained_run, capsys):
+    code, _, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,424242")
+    assert code == 2 and "424242" in err
+
+
+def test_incomplete_artifact_directory(tmp_path, capsys):
+    (tmp_path / "config.yaml").write_text("model: {}\n")
+    code, _, err = run_cli(capsys, "recommend", str(tmp_path), "--history", "1")
+    assert code == 2 and "model.safetensors" in err and "vocab.json" in err

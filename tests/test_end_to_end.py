@@ -1,0 +1,114 @@
+"""A real (small) fit, then everything a user does with its artifact."""
+
+import csv
+import json
+import shutil
+
+import pytest
+from rich.console import Console
+from safetensors.torch import load_file, save_file
+
+from awrsr.errors import ArtifactError, UnknownItemError
+from awrsr.infer import Recommender, load_artifact
+from awrsr.workflows import evaluate, fit
+
+from conftest import tiny_run_config
+
+
+def test_fit_beats_popularity_by_a_wide_margin(trained_run):
+    m = trained_run.metrics
+    assert m["test"]["ndcg@10"] > m["popularity"]["test"]["ndcg@10"] + 0.15
+    assert m["test"]["hr@10"] > m["popularity"]["test"]["hr@10"] + 0.15
+
+
+def test_results_record_protocol_fingerprint_and_selection(trained_run):
+    stored = json.loads((trained_run.run_dir / "metrics.json").read_text())
+    assert stored["protocol"]["filter_seen"] is True and stored["protocol"]["ties"] == "pessimistic"
+    assert stored["dataset"]["users"] == 300 and len(stored["dataset"]["sha256"]) == 64
+    assert stored["seed"] == 7 and stored["code_version"]
+    sel = stored["selection"]
+    assert 1 <= sel["best_epoch"] <= sel["epochs_trained"] <= 8
+    rows = list(csv.DictReader(open(trained_run.run_dir / "history.csv")))
+    assert [int(r["epoch"]) for r in rows] == list(range(1, sel["epochs_trained"] + 1))
+    # the selected epoch is the one with the best validation NDCG@10
+    best = max(rows, key=lambda r: float(r["val/ndcg@10"]))
+    assert int(best["epoch"]) == sel["best_epoch"]
+    assert float(best["val/ndcg@10"]) == pytest.approx(stored["valid"]["ndcg@10"], abs=1e-6)
+
+
+def test_evaluate_again_reproduces_the_stored_test_metrics(trained_run):
+    again = evaluate(trained_run.run_dir, console=Console(quiet=True))
+    for name, value in trained_run.metrics["test"].items():
+        assert again[name] == pytest.approx(value, abs=1e-9)
+
+
+def test_same_config_and_seed_give_the_same_metrics(trained_run, tmp_path):
+    again = fit(**tiny_run_config(tmp_path / "again"), console=Console(quiet=True))
+    assert again.metrics["test"] == trained_run.metrics["test"]
+    assert again.metrics["selection"]["best_epoch"] == trained_run.metrics["selection"]["best_epoch"]
+
+
+def test_recommender_returns_original_ids_best_first_without_seen_items(trained_run):
+    rec = Recommender.load(trained_run.run_dir)
+    history = [1, 2, 3]
+    top = rec.recommend(history, k=5)
+    assert len(top) == 5
+    assert all(isinstance(r.item, int) for r in top)
+    assert not {r.item for r in top} & set(history)
+    scores = [r.score for r in top]
+    assert scores == sorted(scores, reverse=True)
+    assert rec.recommend(["1", "2", "3"], k=5) == top  # string ids from a command line work too
+    batched = rec.recommend_many([history, [4, 5]], k=5)[0]
+    assert [r.item for r in batched] == [r.item for r in top]
+    assert [r.score for r in batched] == pytest.approx(scores, abs=1e-5)
+
+
+def test_recommender_learned_the_planted_successor(trained_run):
+    from awrsr.data import SyntheticConfig
+    from awrsr.data.synthetic import planted_successors
+
+    successor = planted_successors(SyntheticConfig(num_users=300, num_items=50, min_length=8, max_length=20))
+    follow = lambda item: int(successor[item - 1])  # out[id - 1] is the successor of id
+    rec = Recommender.load(trained_run.run_dir)
+    hits = 0
+    for start in range(1, 51):
+        history = [start]
+        for _ in range(5):
+            history.append(follow(history[-1]))
+        hits += rec.recommend(history, k=1)[0].item == follow(history[-1])
+    assert hits >= 40  # of 50 planted chains
+
+
+def test_unknown_items_are_a_clear_error_or_skipped_on_request(trained_run):
+    rec = Recommender.load(trained_run.run_dir)
+    with pytest.raises(UnknownItemError, match="999"):
+        rec.recommend([1, 999], k=3)
+    assert rec.recommend([1, 999], k=3, unknown="ignore") == rec.recommend([1], k=3)
+
+
+def test_artifact_loading_errors(trained_run, tmp_path):
+    with pytest.raises(ArtifactError, match="max_len=20"):
+        load_artifact(trained_run.run_dir, max_len=50)
+    broken = tmp_path / "broken"
+    shutil.copytree(trained_run.run_dir, broken)
+    (broken / "vocab.json").unlink()
+    with pytest.raises(ArtifactError, match="missing vocab.json"):
+        load_artifact(broken)
+
+    reshaped = tmp_path / "reshaped"
+    shutil.copytree(trained_run.run_dir, reshaped)
+    state = load_file(str(reshaped / "model.safetensors"))
+    state["embedding.positions.weight"] = state["embedding.positions.weight"][:10].clone()
+    save_file(state, str(reshaped / "model.safetensors"))
+    with pytest.raises(ArtifactError, match="embedding.positions.weight"):
+        load_artifact(reshaped)
+
+    with pytest.raises(ArtifactError, match="not found"):
+        load_artifact(tmp_path / "nowhere")
+
+
+def test_evaluate_refuses_data_other_than_the_training_data(trained_run, tmp_path):
+    other = tmp_path / "other.txt"
+    other.write_text("".join(f"{u} {' '.join(str(i) for i in range(1, 8))}\n" for u in range(1, 30)))
+    with pytest.raises(ArtifactError, match="fingerprint"):
+        evaluate(trained_run.run_dir, data_path=str(other), console=Console(quiet=True))
