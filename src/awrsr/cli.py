@@ -5,12 +5,15 @@ into options and YAML configs (``--config``), and rejects unknown keys.
     awrsr evaluate runs/sasrec-ml-1m [--split valid]
     awrsr recommend runs/sasrec-ml-1m --history 1193,661,914 --k 10
     awrsr stats --data.path ../shared/data/beauty/Beauty.txt
+    awrsr tune configs/sasrec/beauty.yaml configs/search/awrsr-grid.yaml --output_dir runs/tune-beauty
+    awrsr compare configs/sasrec/beauty.yaml --variants [simp,value,add] --seeds [42,43,44]
+    awrsr plot runs/compare-beauty
 """
 
 # No `from __future__ import annotations`: jsonargparse reads these annotations at run time.
 import json
 import sys
-from typing import Literal, Optional
+from typing import List, Literal, Optional
 
 from jsonargparse import CLI
 
@@ -114,9 +117,75 @@ def stats(data: DataConfig = DataConfig()) -> None:
     print_stats(dataset.stats, dataset.fingerprint)
 
 
+def tune(
+    base_config: str,
+    space: str,
+    output_dir: str = "runs/tune",
+    max_trials: Optional[int] = None,
+    sample_seed: int = 0,
+    set: Optional[List[str]] = None,
+) -> None:
+    """Grid search of a base config over a YAML search space; selection on validation only.
+
+    Args:
+        base_config: the base fit config (YAML).
+        space: YAML mapping dotted keys to lists of values (e.g. train.lr: [0.001, 0.0001]).
+        output_dir: one sub-directory per trial; finished trials are reused.
+        max_trials: run only this many combinations, sampled with sample_seed.
+        sample_seed: seed of that sample.
+        set: extra fixed options for every trial, as key=value (e.g. [train.max_epochs=50]).
+    """
+    from awrsr.experiments.runs import parse_sets
+    from awrsr.experiments.tune import load_search_space, run_tune
+
+    run_tune(base_config, load_search_space(space), output_dir, max_trials, sample_seed, extra=parse_sets(set))
+
+
+def compare(
+    base_config: str,
+    variants: List[str] = ["simp", "value", "add"],
+    seeds: List[int] = [42, 43, 44],
+    output_dir: str = "runs/compare",
+    key: str = "model.refine",
+    base: str = "none",
+    set: Optional[List[str]] = None,
+) -> None:
+    """Train the base and each variant with the same hyper-parameters over several seeds, and
+    write the paper's Table 2 layout (mean ± std, improvement %, paired p-value) as Markdown/CSV.
+
+    Args:
+        base_config: the base fit config (YAML), tuned first.
+        variants: values of `key` to compare with the base.
+        seeds: one run per seed and variant; pairs share a seed.
+        output_dir: runs go to <output_dir>/<variant>/seed-<seed>; finished runs are reused.
+        key: the config key that differs between variants.
+        base: the value of `key` for the base model.
+        set: extra fixed options for every run, as key=value.
+    """
+    from awrsr.experiments.compare import run_compare
+    from awrsr.experiments.runs import parse_sets
+
+    run_compare(base_config, variants, seeds, output_dir, key=key, base=base, extra=parse_sets(set))
+
+
+def plot(directory: str, output_dir: Optional[str] = None, user: Optional[int] = None) -> None:
+    """Draw the paper's figures (attention heatmaps, validation NDCG@5 and gradient norm per
+    epoch, NDCG@N) from a run directory or a compare directory.
+
+    Args:
+        directory: a run directory (awrsr fit) or a compare directory (awrsr compare).
+        output_dir: where the PNG files go (default: <directory>/figures).
+        user: test-user index for the attention heatmap (default: the first with 15+ items).
+    """
+    from awrsr.experiments.figures import draw_figures
+
+    for path in draw_figures(directory, output_dir, user):
+        print(path)
+
+
 def main(argv: Optional[list] = None) -> None:
     try:
-        CLI([fit, evaluate, recommend, stats], args=argv, as_positional=True)
+        CLI([fit, evaluate, recommend, stats, tune, compare, plot], args=argv, as_positional=True)
     except AwrsrError as err:
         print(f"awrsr: error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+import numpy as np
 import torch
 from rich.console import Console
 from rich.table import Table
@@ -22,10 +23,13 @@ from awrsr.data import (
     DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, leave_one_out, load_sequence_data, print_stats,
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
-from awrsr.eval import EvalConfig, FullRankingEvaluator
+from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
 from awrsr.infer.artifact import load_artifact, save_artifact
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.train import TrainConfig, train_model
+
+
+TEST_RANKS_FILE = "test_ranks.npy"
 
 
 @dataclass
@@ -106,10 +110,11 @@ def fit(
     outcome = train_model(net, split, train, evaluation, model.max_len, run_dir)
 
     started = time.perf_counter()
-    results = {
-        name: FullRankingEvaluator(cases, model.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size).evaluate(net)
+    ranks = {
+        name: FullRankingEvaluator(cases, model.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size).ranks(net)
         for name, cases in (("valid", split.valid), ("test", split.test))
     }
+    results = {name: ranking_metrics(r, evaluation.ks) for name, r in ranks.items()}
     eval_seconds = (time.perf_counter() - started) / 2
     popularity = PopularityModel(split.train.items, dataset.num_items)
     popularity_results = {
@@ -141,6 +146,8 @@ def fit(
         "evaluation": asdict(evaluation),
     }
     save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net, metrics=metrics)
+    # Per-user test ranks, for NDCG@N curves and per-user comparisons (users in split order).
+    np.save(run_dir / TEST_RANKS_FILE, ranks["test"].numpy().astype(np.int32))
     print_results(
         console,
         {

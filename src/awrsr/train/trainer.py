@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader
 from awrsr.data import LeaveOneOutSplit
 from awrsr.eval import EvalConfig, build_eval_batches
 from awrsr.train.batches import training_loader
-from awrsr.train.callbacks import EpochTimer
+from awrsr.train.callbacks import EpochTimer, GradientNorm
 from awrsr.train.config import TrainConfig
 from awrsr.train.module import SequentialRecommenderModule
 
@@ -64,7 +64,7 @@ def train_model(
         enable_version_counter=False,
     )
     timer = EpochTimer()
-    callbacks = [checkpoint, timer, EarlyStopping(monitor=monitor, mode="max", patience=train.patience)]
+    callbacks = [checkpoint, timer, GradientNorm(), EarlyStopping(monitor=monitor, mode="max", patience=train.patience)]
     trainer = L.Trainer(
         max_epochs=train.max_epochs,
         accelerator=train.accelerator,

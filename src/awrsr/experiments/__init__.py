@@ -1,0 +1,1 @@
+"""Experiments as one command each: grids (tune), seeds and significance (compare), figures."""

@@ -1,0 +1,113 @@
+"""``awrsr compare``: the base model and each variant with the same hyper-parameters over several
+seeds, in the layout of the AWRSR paper's Table 2 (mean ± std, relative improvement, paired
+p-value)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from rich.console import Console
+
+from awrsr.experiments.runs import run_or_reuse
+from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
+
+TABLE_METRICS = ["hr@1", "hr@5", "ndcg@5", "ndcg@10"]  # Recall@k = HR@k with one target per user
+LABELS = {"hr@1": "Recall@1", "hr@5": "Recall@5", "ndcg@5": "NDCG@5", "ndcg@10": "NDCG@10"}
+
+
+@dataclass
+class Cell:
+    mean: float
+    std: float
+    improvement: float  # % over the base mean (nan for the base)
+    p_value: float  # paired over seeds against the base (nan for the base)
+
+
+def run_compare(
+    config: str, variants: Sequence[str], seeds: Sequence[int], output_dir: str | Path,
+    key: str = "model.refine", base: str = "none", extra: dict[str, Any] | None = None,
+    console: Console | None = None,
+) -> dict[str, dict[str, Cell]]:
+    """Train ``base`` and every variant (values of ``key``) for every seed, then tabulate.
+
+    Run directories are ``output_dir/<variant>/seed-<seed>``; finished runs are reused, so an
+    interrupted comparison resumes where it stopped.
+    """
+    console = console or Console()
+    output_dir = Path(output_dir)
+    names = [base, *[v for v in variants if v != base]]
+    records = []
+    for name in names:
+        for seed in seeds:
+            run_dir = output_dir / name / f"seed-{seed}"
+            console.rule(f"{key}={name}, seed {seed}")
+            metrics = run_or_reuse(config, {**(extra or {}), key: name, "train.seed": seed}, run_dir, console)
+            records.append({"variant": name, "seed": seed, "run_dir": str(run_dir), "metrics": metrics})
+    table = tabulate(records, base)
+    write_outputs(records, table, output_dir, key)
+    console.print((output_dir / "table.md").read_text())
+    return table
+
+
+def tabulate(records: list[dict], base: str, metrics: Sequence[str] = TABLE_METRICS) -> dict[str, dict[str, Cell]]:
+    by_variant: dict[str, dict[int, dict]] = {}
+    for r in records:
+        by_variant.setdefault(r["variant"], {})[r["seed"]] = r["metrics"]["test"]
+    base_runs = by_variant[base]
+    table = {}
+    for variant, runs in by_variant.items():
+        seeds = sorted(set(runs) & set(base_runs))
+        row = {}
+        for m in metrics:
+            values = [runs[s][m] for s in sorted(runs)]
+            mean, std = mean_std(values)
+            if variant == base:
+                row[m] = Cell(mean, std, math.nan, math.nan)
+            else:
+                base_mean = mean_std([base_runs[s][m] for s in sorted(base_runs)])[0]
+                p = paired_p_value([runs[s][m] for s in seeds], [base_runs[s][m] for s in seeds])
+                row[m] = Cell(mean, std, relative_improvement(mean, base_mean), p)
+        table[variant] = row
+    return table
+
+
+def write_outputs(records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, key: str) -> None:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    metric_names = sorted({m for r in records for m in r["metrics"]["test"]})
+    with open(output_dir / "runs.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["variant", "seed", "best_epoch", "epochs", "mean_epoch_s", *[f"test_{m}" for m in metric_names], "run_dir"])
+        for r in records:
+            m = r["metrics"]
+            writer.writerow([
+                r["variant"], r["seed"], m["selection"]["best_epoch"], m["selection"]["epochs_trained"],
+                m["time"]["mean_epoch_s"], *[m["test"][n] for n in metric_names], r["run_dir"],
+            ])
+    metrics = list(next(iter(table.values())))
+    with open(output_dir / "table.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["variant", *[f"{m}_{part}" for m in metrics for part in ("mean", "std", "improvement_pct", "p_value")]])
+        for variant, row in table.items():
+            writer.writerow([variant, *[v for m in metrics for v in (row[m].mean, row[m].std, row[m].improvement, row[m].p_value)]])
+    seeds = sorted({r["seed"] for r in records})
+    lines = [
+        f"Test metrics at the best validation epoch, mean ± std over seeds {seeds}; "
+        f"improvement over the base mean in %, paired t-test p-value over seeds ({key}).",
+        "",
+        "| " + key + " | " + " | ".join(LABELS.get(m, m) for m in metrics) + " |",
+        "|---" * (len(metrics) + 1) + "|",
+    ]
+    for variant, row in table.items():
+        cells = []
+        for m in metrics:
+            c = row[m]
+            cell = f"{c.mean:.4f} ± {c.std:.4f}"
+            if not math.isnan(c.improvement):
+                cell += f" ({c.improvement:+.2f}%, p={c.p_value:.3f})"
+            cells.append(cell)
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    (output_dir / "table.md").write_text("\n".join(lines) + "\n")

@@ -1,0 +1,125 @@
+"""The AWRSR paper's figures, drawn from run directories (PNG, matplotlib).
+
+- attention heatmaps of A and the refined B for one user's last positions (paper Figure 3)
+- validation NDCG@5 per epoch for several runs (Figure 4)
+- the global gradient norm per epoch (Figure 5)
+- NDCG@N for N = 1..20 from the stored test ranks (Figure 2)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+import torch  # noqa: E402
+
+from awrsr.errors import ArtifactError  # noqa: E402
+
+
+def _history(run_dir: Path) -> pl.DataFrame:
+    path = run_dir / "history.csv"
+    if not path.is_file():
+        raise ArtifactError(f"{run_dir}: no history.csv (not a finished awrsr run?)")
+    return pl.read_csv(path)
+
+
+def plot_curves(runs: dict[str, Path], column: str, ylabel: str, out: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, run_dir in runs.items():
+        history = _history(run_dir)
+        if column in history.columns:
+            data = history.select("epoch", column).drop_nulls()
+            ax.plot(data["epoch"], data[column], label=label)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ns = np.arange(1, max_n + 1)
+    for label, run_dir in runs.items():
+        path = run_dir / "test_ranks.npy"
+        if not path.is_file():
+            raise ArtifactError(f"{run_dir}: no test_ranks.npy")
+        ranks = np.load(path).astype(np.float64)
+        gains = 1.0 / np.log2(ranks + 1.0)
+        ax.plot(ns, [(gains * (ranks <= n)).mean() for n in ns], marker=".", label=label)
+    ax.set_xlabel("N")
+    ax.set_ylabel("test NDCG@N")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def plot_attention(run_dir: Path, out: Path, user: int | None = None, last: int = 15) -> Path:
+    """A and B of every layer (rows) for one test user's last ``last`` positions, head 0."""
+    from awrsr.data import DataConfig, SyntheticConfig, leave_one_out, load_sequence_data
+    from awrsr.infer import load_artifact
+
+    artifact = load_artifact(run_dir)
+    data_cfg = dict(artifact.config["data"])
+    if isinstance(data_cfg.get("synthetic"), dict):
+        data_cfg["synthetic"] = SyntheticConfig(**data_cfg["synthetic"])
+    cases = leave_one_out(load_sequence_data(DataConfig(**data_cfg))).test
+    lengths = cases.history.lengths
+    if user is None:
+        user = int(np.flatnonzero(lengths >= last)[0]) if (lengths >= last).any() else int(lengths.argmax())
+    inputs = torch.from_numpy(cases.history.select(np.array([user])).to_padded(artifact.model_config.max_len))
+    with torch.no_grad():
+        _, weights = artifact.model.encode(inputs, need_weights=True)
+    k = min(last, int(lengths[user]), inputs.shape[1])
+    fig, axes = plt.subplots(len(weights), 2, figsize=(8, 3.6 * len(weights)), squeeze=False)
+    for layer, w in enumerate(weights):
+        for col, (name, matrix) in enumerate((("A (base)", w.base), ("B (refined)", w.refined))):
+            ax = axes[layer][col]
+            image = ax.imshow(matrix[0, 0, -k:, -k:].numpy(), cmap="viridis", vmin=0)
+            ax.set_title(f"layer {layer + 1}: {name}")
+            ax.set_xlabel("key position")
+            ax.set_ylabel("query position")
+            fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.suptitle(f"user index {user}, last {k} positions")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def draw_figures(directory: str | Path, output_dir: str | Path | None = None, user: int | None = None) -> list[Path]:
+    """All figures for a run directory, or for a ``compare`` directory (variant/seed-*/ runs: the
+    first seed of each variant is drawn)."""
+    directory = Path(directory)
+    out = Path(output_dir) if output_dir else directory / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    if (directory / "history.csv").is_file():
+        runs = {directory.name: directory}
+        attention_runs = [directory]
+    else:
+        runs = {}
+        for variant in sorted(p for p in directory.iterdir() if p.is_dir() and p.name != out.name):
+            seeds = sorted(p for p in variant.iterdir() if (p / "history.csv").is_file())
+            if seeds:
+                runs[variant.name] = seeds[0]
+        if not runs:
+            raise ArtifactError(f"{directory}: neither a run directory nor a compare directory")
+        attention_runs = list(runs.values())
+    files = [
+        plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png"),
+        plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png"),
+        plot_ndcg_at_n(runs, out / "ndcg_at_n.png"),
+    ]
+    for run_dir in attention_runs:
+        name = run_dir.parent.name if run_dir != directory else run_dir.name
+        files.append(plot_attention(run_dir, out / f"attention_{name}.png", user=user))
+    return files

@@ -1,0 +1,41 @@
+"""Summaries over seeds and the paired test that says how sure a comparison is."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Sequence
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value).
+
+    >>> mean_std([1.0, 3.0])
+    (2.0, 1.4142135623730951)
+    """
+    values = list(values)
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def relative_improvement(value: float, base: float) -> float:
+    """(value - base) / base in percent; nan when the base is 0.
+
+    >>> round(relative_improvement(0.0291, 0.0265), 2)
+    9.81
+    """
+    return (value - base) / base * 100.0 if base else math.nan
+
+
+def paired_p_value(variant: Sequence[float], base: Sequence[float]) -> float:
+    """Two-sided paired t-test p-value over seeds (pairs share a seed); nan with fewer than two
+    pairs. Identical pairs give p = 1."""
+    from scipy.stats import ttest_rel
+
+    if len(variant) != len(base):
+        raise ValueError("paired test needs one value per seed on both sides")
+    if len(variant) < 2:
+        return math.nan
+    differences = [v - b for v, b in zip(variant, base)]
+    if all(d == differences[0] for d in differences):
+        return 1.0 if differences[0] == 0 else 0.0  # no variance: the t statistic is undefined
+    return float(ttest_rel(variant, base).pvalue)

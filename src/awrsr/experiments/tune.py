@@ -1,0 +1,101 @@
+"""``awrsr tune``: grid search of a base config over a YAML search space, selected on validation.
+
+The search space maps dotted config keys to lists of values, for example the AWRSR paper's grid::
+
+    model.hidden_size: [64, 128]
+    model.max_len: [20, 30, 50, 100]
+    train.lr: [0.001, 0.0001]
+    train.weight_decay: [0.1, 0.01, 0.001]
+    model.dropout: [0.3, 0.5, 0.7]
+    model.num_heads: [1, 2, 4]
+    model.num_blocks: [1, 2, 3, 4]
+
+Each trial runs in ``output_dir/trial-<id>`` where the id is a hash of its values, so a finished
+trial is never re-run and an interrupted search resumes. Only validation metrics decide.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import itertools
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.progress import Progress
+
+from awrsr.errors import ConfigError
+from awrsr.experiments.runs import run_or_reuse
+
+
+def load_search_space(path: str | Path) -> dict[str, list[Any]]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"search space file not found: {path}")
+    space = yaml.safe_load(path.read_text())
+    if not isinstance(space, dict) or not space:
+        raise ConfigError(f"{path}: expected a mapping of config keys to lists of values")
+    for key, values in space.items():
+        if "." not in str(key) or not isinstance(values, list) or not values:
+            raise ConfigError(f"{path}: {key!r} must be a dotted config key (e.g. train.lr) with a non-empty list")
+    return space
+
+
+def grid(space: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination, in a stable order.
+
+    >>> grid({"a.x": [1, 2], "b.y": ["p"]})
+    [{'a.x': 1, 'b.y': 'p'}, {'a.x': 2, 'b.y': 'p'}]
+    """
+    keys = list(space)
+    return [dict(zip(keys, values)) for values in itertools.product(*(space[k] for k in keys))]
+
+
+def trial_id(params: dict[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(params, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def run_tune(
+    config: str, space: dict[str, list[Any]], output_dir: str | Path, max_trials: int | None = None,
+    sample_seed: int = 0, extra: dict[str, Any] | None = None, console: Console | None = None,
+) -> dict[str, Any]:
+    """Run the grid (or ``max_trials`` of it, sampled with ``sample_seed``) and return the best
+    trial's parameters by validation ``train.monitor``. Writes trials.csv and best.yaml."""
+    console = console or Console()
+    output_dir = Path(output_dir)
+    trials = grid(space)
+    if max_trials is not None and max_trials < len(trials):
+        trials = random.Random(sample_seed).sample(trials, max_trials)
+    rows = []
+    with Progress(console=console, transient=False) as progress:
+        task = progress.add_task(f"{len(trials)} trials", total=len(trials))
+        for params in trials:
+            run_dir = output_dir / f"trial-{trial_id(params)}"
+            try:
+                metrics = run_or_reuse(config, {**(extra or {}), **params}, run_dir, console)
+            except ConfigError as err:  # an impossible combination (e.g. 64 not divisible by 3 heads)
+                console.print(f"[yellow]skipped {params}: {err}[/yellow]")
+                progress.advance(task)
+                continue
+            monitor = metrics["selection"]["monitor"].removeprefix("valid ")
+            rows.append({"trial": run_dir.name, **params, "monitor": monitor, "valid": metrics["valid"][monitor],
+                         "best_epoch": metrics["selection"]["best_epoch"]})
+            progress.advance(task)
+    if not rows:
+        raise ConfigError("no trial of the search space could run")
+    rows.sort(key=lambda r: r["valid"], reverse=True)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    with open(output_dir / "trials.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    best = rows[0]
+    shutil.copy(output_dir / best["trial"] / "config.yaml", output_dir / "best.yaml")
+    console.print(f"best trial {best['trial']}: valid {best['monitor']} = {best['valid']:.4f} with "
+                  + ", ".join(f"{k}={best[k]}" for k in space))
+    return best

@@ -1,0 +1,94 @@
+import json
+import math
+
+import pytest
+from rich.console import Console
+
+from awrsr.errors import ConfigError
+from awrsr.experiments.compare import run_compare, tabulate
+from awrsr.experiments.runs import option_args, parse_sets
+from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
+from awrsr.experiments.tune import grid, load_search_space, run_tune, trial_id
+
+QUIET = Console(quiet=True)
+
+
+def test_paired_t_test_by_hand():
+    # differences 1, 2, 3: mean 2, sd 1, t = 2 / (1 / sqrt 3) = 3.4641 with 2 df -> p = 0.07418
+    assert paired_p_value([2.0, 4.0, 6.0], [1.0, 2.0, 3.0]) == pytest.approx(0.07418, abs=1e-4)
+    assert paired_p_value([1.0, 2.0], [1.0, 2.0]) == 1.0
+    assert math.isnan(paired_p_value([1.0], [0.5]))
+    assert mean_std([0.2, 0.4])[0] == pytest.approx(0.3)
+    assert relative_improvement(0.0654, 0.0616) == pytest.approx(6.1688, abs=1e-3)
+
+
+def test_table_layout_values_by_hand():
+    def rec(variant, seed, ndcg5):
+        return {"variant": variant, "seed": seed, "metrics": {"test": {"ndcg@5": ndcg5}}}
+
+    records = [rec("none", 1, 0.10), rec("none", 2, 0.12), rec("simp", 1, 0.11), rec("simp", 2, 0.14)]
+    table = tabulate(records, base="none", metrics=["ndcg@5"])
+    cell = table["simp"]["ndcg@5"]
+    assert cell.mean == pytest.approx(0.125)
+    assert cell.improvement == pytest.approx((0.125 - 0.11) / 0.11 * 100)
+    assert cell.p_value == pytest.approx(paired_p_value([0.11, 0.14], [0.10, 0.12]))
+    assert math.isnan(table["none"]["ndcg@5"].improvement)
+
+
+def test_grid_and_trial_ids_are_stable():
+    trials = grid({"train.lr": [0.1, 0.2], "model.dropout": [0.3]})
+    assert trials == [{"train.lr": 0.1, "model.dropout": 0.3}, {"train.lr": 0.2, "model.dropout": 0.3}]
+    assert trial_id(trials[0]) == trial_id(dict(reversed(list(trials[0].items()))))
+    assert option_args({"model.refine": "simp", "evaluation.ks": [1, 5]}) == [
+        "--model.refine", "simp", "--evaluation.ks", "[1, 5]",
+    ]
+    assert parse_sets(["train.max_epochs=3"]) == {"train.max_epochs": "3"}
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_sets(["train.max_epochs"])
+
+
+def test_bad_search_space_is_a_clear_error(tmp_path):
+    space = tmp_path / "space.yaml"
+    space.write_text("lr: [0.1]\n")
+    with pytest.raises(ConfigError, match="dotted"):
+        load_search_space(space)
+
+
+TINY = [
+    "data.synthetic.num_users=80", "data.synthetic.num_items=20", "model.max_len=10",
+    "model.hidden_size=8", "model.num_blocks=1", "train.max_epochs=2",
+]
+
+
+@pytest.fixture(scope="module")
+def base_config(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cfg") / "base.yaml"
+    path.write_text("train:\n  monitor: ndcg@5\n")
+    return str(path)
+
+
+def test_tune_selects_on_validation_and_resumes(base_config, tmp_path):
+    extra = parse_sets(TINY)
+    space = {"train.lr": [0.01, 0.001], "model.num_heads": [1, 3]}  # 3 heads do not divide 8: skipped
+    best = run_tune(base_config, space, tmp_path, extra=extra, console=QUIET)
+    rows = (tmp_path / "trials.csv").read_text().splitlines()
+    assert len(rows) == 1 + 2  # header + the two runnable trials
+    valids = [json.loads((p / "metrics.json").read_text())["valid"]["ndcg@5"] for p in tmp_path.glob("trial-*")]
+    assert best["valid"] == pytest.approx(max(valids))
+    assert (tmp_path / "best.yaml").is_file()
+    stamps = {p: (p / "metrics.json").stat().st_mtime for p in tmp_path.glob("trial-*")}
+    run_tune(base_config, space, tmp_path, extra=extra, console=QUIET)  # finished trials are reused
+    assert stamps == {p: (p / "metrics.json").stat().st_mtime for p in tmp_path.glob("trial-*")}
+
+
+def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
+    from awrsr.experiments.figures import draw_figures
+
+    table = run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET)
+    assert set(table) == {"none", "add"}
+    md = (tmp_path / "table.md").read_text()
+    assert "Recall@1" in md and "p=" in md
+    assert len((tmp_path / "runs.csv").read_text().splitlines()) == 1 + 4
+    files = draw_figures(tmp_path)
+    assert {f.name for f in files} >= {"valid_ndcg5.png", "grad_norm.png", "ndcg_at_n.png", "attention_add.png"}
+    assert all(f.stat().st_size > 1000 for f in files)
