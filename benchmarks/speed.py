@@ -2,6 +2,8 @@
 
     python benchmarks/speed.py                      # ML-1M (n=200) and Beauty (n=50), fp32 and bf16
     python benchmarks/speed.py --datasets ml-1m --precision 32-true --profile
+    python benchmarks/speed.py --datasets ml-1m --precision 32-true --max-len 50 200 \
+        --refinements none simp value add            # the cost of each refinement
 
 The training epoch runs the same model and loss code as `awrsr fit` (d=64, 2 blocks, 1 head,
 full softmax CE, batch 128, dropout 0.2) over every batch of the real data once; the evaluation
@@ -75,46 +77,53 @@ def main() -> None:
     parser.add_argument("--precision", nargs="+", default=["32-true", "bf16-mixed"])
     parser.add_argument("--max-steps", type=int, default=None, help="time only this many steps and extrapolate")
     parser.add_argument("--profile", action="store_true", help="print where one training step spends its time")
+    parser.add_argument("--output", help="result file stem under benchmarks/results (default: speed)")
+    parser.add_argument("--refinements", nargs="+", default=["none"], help="model.refine values to time")
+    parser.add_argument("--max-len", type=int, nargs="+", default=None, help="windows to time (default: the dataset's)")
     args = parser.parse_args()
 
     rows = []
     for name in args.datasets:
-        path, max_len = DATASETS[name]
+        path, default_len = DATASETS[name]
         dataset = load_sequence_data(DataConfig(path=str(path)))
         split = leave_one_out(dataset)
-        loader = training_loader(split.train, max_len, batch_size=128, seed=0)
-        evaluator = FullRankingEvaluator(split.test, max_len, batch_size=256)
-        for precision in args.precision:
-            torch.manual_seed(0)
-            model = build_model(ModelConfig(max_len=max_len, hidden_size=64, num_blocks=2, dropout=0.2), dataset.num_items)
-            epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps)
-            started = time.perf_counter()
-            evaluator.evaluate(model)
-            eval_s = time.perf_counter() - started
-            row = {
-                "dataset": name, "users": dataset.num_users, "items": dataset.num_items, "max_len": max_len,
-                "precision": precision, "batches": len(loader), "timed_batches": steps,
-                "train_epoch_s": round(epoch_s, 2), "eval_all_users_s": round(eval_s, 2),
-            }
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-            if args.profile:
-                print(profile_step(model, loader, precision))
+        for max_len in args.max_len or [default_len]:
+            loader = training_loader(split.train, max_len, batch_size=128, seed=0)
+            evaluator = FullRankingEvaluator(split.test, max_len, batch_size=256)
+            for precision in args.precision:
+                for refine in args.refinements:
+                    torch.manual_seed(0)
+                    cfg = ModelConfig(max_len=max_len, hidden_size=64, num_blocks=2, dropout=0.2, refine=refine)
+                    model = build_model(cfg, dataset.num_items)
+                    epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps)
+                    started = time.perf_counter()
+                    evaluator.evaluate(model)
+                    eval_s = time.perf_counter() - started
+                    row = {
+                        "dataset": name, "users": dataset.num_users, "items": dataset.num_items, "max_len": max_len,
+                        "refine": refine, "precision": precision, "batches": len(loader), "timed_batches": steps,
+                        "train_epoch_s": round(epoch_s, 2), "eval_all_users_s": round(eval_s, 2),
+                    }
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                    if args.profile:
+                        print(profile_step(model, loader, precision))
 
     machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
     md = [
         f"Machine: {machine}. d=64, 2 blocks, 1 head, full CE, batch 128.", "",
-        "| dataset | n | precision | batches/epoch | s / training epoch | s / full-ranking eval (all users) |",
-        "|---|---|---|---|---|---|",
+        "| dataset | n | refine | precision | batches/epoch | s / training epoch | s / full-ranking eval (all users) |",
+        "|---|---|---|---|---|---|---|",
     ]
     md += [
-        f"| {r['dataset']} | {r['max_len']} | {r['precision']} | {r['batches']} | {r['train_epoch_s']:.1f} | {r['eval_all_users_s']:.2f} |"
+        f"| {r['dataset']} | {r['max_len']} | {r['refine']} | {r['precision']} | {r['batches']} | {r['train_epoch_s']:.1f} | {r['eval_all_users_s']:.2f} |"
         for r in rows
     ]
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "speed.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
-    (out / "speed.md").write_text("\n".join(md) + "\n")
+    stem = args.output or "speed"
+    (out / f"{stem}.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
+    (out / f"{stem}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

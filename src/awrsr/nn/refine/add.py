@@ -14,9 +14,8 @@ class AdditiveRefinement(MatrixRefinement):
     matrix_names = ("query", "key")
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
-        k = self.project(weights, self.key)  # (B, h, n, n)
-        q = self.project(weights, self.query)
-        logits = (k @ q.transpose(-2, -1) * self.scale + weights) / 2  # eq. 4's order: K rows, Q columns
+        # eq. 4's order: (A_k W_RK) . (A_t W_RQ), keys' matrix on the query side
+        logits = (self.bilinear(weights, self.key, self.query) + weights) / 2  # (B, h, n, n)
         return masked_softmax(logits, mask.allowed)
 
 

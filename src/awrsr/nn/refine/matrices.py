@@ -35,12 +35,20 @@ class MatrixRefinement(Refinement):
         for name in self.matrix_names:
             self.register_parameter(name, nn.Parameter(eye + init_std * torch.randn(copies, max_len, max_len)))
 
+    def bilinear(self, weights: Tensor, left: Tensor, right: Tensor) -> Tensor:
+        """(A L)(A R)^T * scale, computed as A (L R^T) A^T: the n x n product L R^T is formed once,
+        so the batch pays two n^3 products instead of three."""
+        self.check_window(weights)
+        return (weights @ (left @ right.transpose(-2, -1))) @ weights.transpose(-2, -1) * self.scale
+
     def project(self, weights: Tensor, matrix: Tensor) -> Tensor:
         """A W for A (B, h, n, n) and W (1 or h, n, n): each query row mapped through W."""
-        n = weights.shape[-1]
-        if n != self.max_len:
-            raise ValueError(f"refinements need windows of exactly max_len={self.max_len}, got {n}")
+        self.check_window(weights)
         return weights @ matrix  # (B, h, n, n)
+
+    def check_window(self, weights: Tensor) -> None:
+        if weights.shape[-1] != self.max_len:
+            raise ValueError(f"refinements need windows of exactly max_len={self.max_len}, got {weights.shape[-1]}")
 
 
 def build_matrix_refinement(cls: type[MatrixRefinement], cfg, block_index: int, **extra) -> Refinement:

@@ -15,9 +15,7 @@ class SimpleRefinement(MatrixRefinement):
     matrix_names = ("query", "key")
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
-        q = self.project(weights, self.query)  # (B, h, n, n)
-        k = self.project(weights, self.key)
-        logits = q @ k.transpose(-2, -1) * self.scale  # B_kt = (A_k W_RQ) . (A_t W_RK)
+        logits = self.bilinear(weights, self.query, self.key)  # B_kt = (A_k W_RQ) . (A_t W_RK), (B, h, n, n)
         return masked_softmax(logits, mask.allowed)
 
 

@@ -29,15 +29,12 @@ class ValueRefinement(MatrixRefinement):
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
         if self.form == "causal":
-            q = self.project(weights, self.query)  # (B, h, n, n)
-            k = self.project(weights, self.key)
-            v = self.project(weights, self.value)
-            inner = masked_softmax(q @ k.transpose(-2, -1) * self.scale, mask.allowed)  # (B, h, n, n)
-            logits = inner @ v
+            inner = masked_softmax(self.bilinear(weights, self.query, self.key), mask.allowed)  # (B, h, n, n)
+            logits = inner @ self.project(weights, self.value)
         else:
             # The paper's eq. 3 as printed: B = W_RV A softmax((W_RK A)^T W_RQ A), the matrices
             # multiplying A from the left (mixing its rows, i.e. query positions).
-            self.project(weights, self.value)  # checks the window length
+            self.check_window(weights)
             inner = ((self.key @ weights).transpose(-2, -1) @ (self.query @ weights)).softmax(dim=-1)
             logits = (self.value @ weights) @ inner
         return masked_softmax(logits, mask.allowed)
