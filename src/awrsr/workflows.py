@@ -20,7 +20,8 @@ from rich.table import Table
 
 import awrsr
 from awrsr.data import (
-    DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, leave_one_out, load_sequence_data, print_stats,
+    DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, data_config_from_dict, leave_one_out,
+    load_sequence_data, print_stats,
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
@@ -110,17 +111,15 @@ def fit(
     outcome = train_model(net, split, train, evaluation, model.max_len, run_dir)
 
     started = time.perf_counter()
-    ranks = {
-        name: FullRankingEvaluator(cases, model.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size).ranks(net)
+    evaluators = {
+        name: FullRankingEvaluator(cases, model.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size)
         for name, cases in (("valid", split.valid), ("test", split.test))
     }
+    ranks = {name: evaluator.ranks(net) for name, evaluator in evaluators.items()}
     results = {name: ranking_metrics(r, evaluation.ks) for name, r in ranks.items()}
     eval_seconds = (time.perf_counter() - started) / 2
     popularity = PopularityModel(split.train.items, dataset.num_items)
-    popularity_results = {
-        name: FullRankingEvaluator(cases, model.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size).evaluate(popularity)
-        for name, cases in (("valid", split.valid), ("test", split.test))
-    }
+    popularity_results = {name: evaluator.evaluate(popularity) for name, evaluator in evaluators.items()}
 
     metrics = {
         **results,
@@ -176,7 +175,7 @@ def evaluate(
         raise ConfigError(f"split must be 'valid' or 'test', got {split!r}")
     artifact = load_artifact(artifact_dir)
     try:
-        data_config = DataConfig(**_nested_data_config(artifact.config.get("data", {})))
+        data_config = data_config_from_dict(artifact.config.get("data", {}))
         evaluation = EvalConfig(**artifact.config.get("evaluation", {}))
     except (TypeError, AwrsrError) as err:
         raise ArtifactError(f"{artifact.directory}/config.yaml: {err}") from None
@@ -199,15 +198,6 @@ def evaluate(
         f"{'filtered' if evaluation.filter_seen else 'not filtered'})",
     )
     return metrics
-
-
-def _nested_data_config(values: dict[str, Any]) -> dict[str, Any]:
-    from awrsr.data import SyntheticConfig
-
-    values = dict(values)
-    if isinstance(values.get("synthetic"), dict):
-        values["synthetic"] = SyntheticConfig(**values["synthetic"])
-    return values
 
 
 def _check_fingerprint(metrics: dict[str, Any] | None, dataset: SequenceData, directory: Path) -> None:

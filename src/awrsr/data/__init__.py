@@ -6,7 +6,7 @@
 True
 """
 
-from awrsr.data.config import DataConfig, SyntheticConfig
+from awrsr.data.config import DataConfig, SyntheticConfig, data_config_from_dict
 from awrsr.data.dataset import DatasetStats, Fingerprint, SequenceData, load_sequence_data
 from awrsr.data.readers import read_interactions
 from awrsr.data.report import print_stats
@@ -24,6 +24,7 @@ __all__ = [
     "SequenceData",
     "Sequences",
     "SyntheticConfig",
+    "data_config_from_dict",
     "Vocabulary",
     "leave_one_out",
     "load_sequence_data",

@@ -105,3 +105,15 @@ class DataConfig:
                 raise ConfigError(f"data.synthetic: {err}") from None
         elif not isinstance(self.synthetic, SyntheticConfig):
             raise ConfigError(f"data.synthetic must be a SyntheticConfig, got {type(self.synthetic).__name__}")
+
+
+def data_config_from_dict(values: dict) -> DataConfig:
+    """A ``DataConfig`` from its stored form (a run's config.yaml), nested synthetic section included.
+
+    >>> data_config_from_dict({"path": None, "synthetic": {"num_users": 5}}).synthetic.num_users
+    5
+    """
+    values = dict(values)
+    if isinstance(values.get("synthetic"), dict):
+        values["synthetic"] = SyntheticConfig(**values["synthetic"])
+    return DataConfig(**values)

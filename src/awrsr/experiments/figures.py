@@ -65,14 +65,11 @@ def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20) -> Path:
 
 def plot_attention(run_dir: Path, out: Path, user: int | None = None, last: int = 15) -> Path:
     """A and B of every layer (rows) for one test user's last ``last`` positions, head 0."""
-    from awrsr.data import DataConfig, SyntheticConfig, leave_one_out, load_sequence_data
+    from awrsr.data import data_config_from_dict, leave_one_out, load_sequence_data
     from awrsr.infer import load_artifact
 
     artifact = load_artifact(run_dir)
-    data_cfg = dict(artifact.config["data"])
-    if isinstance(data_cfg.get("synthetic"), dict):
-        data_cfg["synthetic"] = SyntheticConfig(**data_cfg["synthetic"])
-    cases = leave_one_out(load_sequence_data(DataConfig(**data_cfg))).test
+    cases = leave_one_out(load_sequence_data(data_config_from_dict(artifact.config["data"]))).test
     lengths = cases.history.lengths
     if user is None:
         user = int(np.flatnonzero(lengths >= last)[0]) if (lengths >= last).any() else int(lengths.argmax())

@@ -39,16 +39,24 @@ def _uniform_negatives(num_items: int, shape: tuple[int, ...], device: torch.dev
     return torch.randint(1, num_items + 1, shape, device=device)
 
 
+def _sampled_scores(model: ScoresItems, hidden: Tensor, targets: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """Scores (N, 1 + k) of each real position's positive (column 0) and k uniform negatives, and
+    a mask (N, 1 + k) of the negatives that collide with the positive."""
+    h, pos = _real_positions(hidden, targets)
+    neg = _uniform_negatives(model.num_items, (pos.shape[0], k), h.device)
+    scores = model.score_items(h, torch.cat([pos[:, None], neg], dim=1))
+    collision = torch.cat([torch.zeros_like(pos[:, None], dtype=torch.bool), neg == pos[:, None]], dim=1)
+    return scores, collision
+
+
 @LOSSES.register("bce")
 def binary_cross_entropy(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 1
 ) -> Tensor:
     """SASRec's loss: -log sigmoid(r_pos) - sum_j log(1 - sigmoid(r_neg_j)), k uniform negatives."""
-    h, pos = _real_positions(hidden, targets)
-    neg = _uniform_negatives(model.num_items, (pos.shape[0], num_negatives), h.device)
-    scores = model.score_items(h, torch.cat([pos[:, None], neg], dim=1))  # (N, 1 + k)
+    scores, collision = _sampled_scores(model, hidden, targets, num_negatives)  # (N, 1 + k)
     pos_loss = F.softplus(-scores[:, 0])  # = -log sigmoid(r_pos)
-    neg_loss = F.softplus(scores[:, 1:]).masked_fill(neg == pos[:, None], 0.0).sum(dim=1)
+    neg_loss = F.softplus(scores[:, 1:]).masked_fill(collision[:, 1:], 0.0).sum(dim=1)
     return (pos_loss + neg_loss).mean()
 
 
@@ -73,9 +81,6 @@ def sampled_softmax(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 100
 ) -> Tensor:
     """Softmax over the positive and k uniform negatives per position (collisions masked)."""
-    h, pos = _real_positions(hidden, targets)
-    neg = _uniform_negatives(model.num_items, (pos.shape[0], num_negatives), h.device)
-    scores = model.score_items(h, torch.cat([pos[:, None], neg], dim=1))  # (N, 1 + k)
-    collision = torch.cat([torch.zeros_like(pos[:, None], dtype=torch.bool), neg == pos[:, None]], 1)
+    scores, collision = _sampled_scores(model, hidden, targets, num_negatives)  # (N, 1 + k)
     scores = scores.masked_fill(collision, float("-inf"))
-    return F.cross_entropy(scores, torch.zeros_like(pos))
+    return F.cross_entropy(scores, torch.zeros(scores.shape[0], dtype=torch.long, device=scores.device))
