@@ -92,3 +92,13 @@ def test_incomplete_artifact_directory(tmp_path, capsys):
     (tmp_path / "config.yaml").write_text("model: {}\n")
     code, _, err = run_cli(capsys, "recommend", str(tmp_path), "--history", "1")
     assert code == 2 and "model.safetensors" in err and "vocab.json" in err
+
+
+def test_changing_only_the_loss_uses_that_losses_default_negatives(tmp_path, capsys):
+    from awrsr.run_config import load_fit_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text("train:\n  loss: sampled_softmax\n")
+    train = load_fit_config(["--config", str(config)])["train"]
+    assert train.effective_num_negatives == 100
+    assert load_fit_config([])["train"].effective_num_negatives == 0

@@ -108,6 +108,8 @@ def fit(
 
     L.seed_everything(train.seed, workers=True, verbose=False)
     net = build_model(model, dataset.num_items)
+    if train.loss == "stosa" and not hasattr(net, "item_vectors"):
+        raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
     outcome = train_model(net, split, train, evaluation, model.max_len, run_dir)
 
     started = time.perf_counter()

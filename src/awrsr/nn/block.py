@@ -17,12 +17,14 @@ class TransformerBlock(nn.Module):
 
     def __init__(
         self, *, attention: nn.Module, feed_forward: nn.Module, hidden_size: int, dropout: float,
-        norm_eps: float = 1e-8,
+        norm_eps: float = 1e-8, attention_norm: nn.Module | None = None,
+        feed_forward_norm: nn.Module | None = None,
     ) -> None:
         super().__init__()
-        self.attention_norm = nn.LayerNorm(hidden_size, eps=norm_eps)
+        # Norms default to one LayerNorm; two-stream models (STOSA) pass stream-wise ones.
+        self.attention_norm = attention_norm or nn.LayerNorm(hidden_size, eps=norm_eps)
         self.attention = attention
-        self.feed_forward_norm = nn.LayerNorm(hidden_size, eps=norm_eps)
+        self.feed_forward_norm = feed_forward_norm or nn.LayerNorm(hidden_size, eps=norm_eps)
         self.feed_forward = feed_forward
         self.dropout = nn.Dropout(dropout)
 

@@ -31,3 +31,28 @@ class ItemPositionEmbedding(nn.Module):
         positions = torch.arange(n - 1, -1, -1, device=input_ids.device)  # distance from the last slot
         x = self.items(input_ids) * self.scale + self.positions(positions)  # (B, n, d)
         return self.dropout(x)
+
+
+class GaussianItemEmbedding(nn.Module):
+    """STOSA's stochastic embeddings: each item is a diagonal Gaussian with a mean embedding and a
+    covariance embedding, each with its own position embedding (counted back from the last slot),
+    LayerNorm and dropout. Returns the two streams side by side, [mean | covariance] (B, n, 2d);
+    covariances pass through ELU + 1 so they are positive.
+    """
+
+    def __init__(self, *, num_items: int, max_len: int, hidden_size: int, dropout: float, norm_eps: float = 1e-8) -> None:
+        super().__init__()
+        self.mean_items = nn.Embedding(num_items + 1, hidden_size, padding_idx=0)
+        self.cov_items = nn.Embedding(num_items + 1, hidden_size, padding_idx=0)
+        self.mean_positions = nn.Embedding(max_len, hidden_size)
+        self.cov_positions = nn.Embedding(max_len, hidden_size)
+        self.mean_norm = nn.LayerNorm(hidden_size, eps=norm_eps)
+        self.cov_norm = nn.LayerNorm(hidden_size, eps=norm_eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        n = input_ids.shape[1]
+        positions = torch.arange(n - 1, -1, -1, device=input_ids.device)  # distance from the last slot
+        mean = self.mean_norm(self.mean_items(input_ids) + self.mean_positions(positions))
+        cov = nn.functional.elu(self.cov_norm(self.cov_items(input_ids) + self.cov_positions(positions))) + 1.0
+        return self.dropout(torch.cat([mean, cov], dim=-1))  # (B, n, 2d)

@@ -1,7 +1,8 @@
 """Next-item losses, computed on real (non-padding) positions only.
 
 Every loss takes the model (for its scoring functions), the hidden states (B, n, d) and the
-targets (B, n) with 0 at padded positions, and returns a scalar.
+targets (B, n) with 0 at padded positions, plus the shared options (``num_negatives``,
+``pvn_weight``; each loss ignores the ones it does not use), and returns a scalar.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _sampled_scores(model: ScoresItems, hidden: Tensor, targets: Tensor, k: int)
 
 @LOSSES.register("bce")
 def binary_cross_entropy(
-    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 1
+    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 1, **_: float
 ) -> Tensor:
     """SASRec's loss: -log sigmoid(r_pos) - sum_j log(1 - sigmoid(r_neg_j)), k uniform negatives."""
     scores, collision = _sampled_scores(model, hidden, targets, num_negatives)  # (N, 1 + k)
@@ -62,7 +63,7 @@ def binary_cross_entropy(
 
 @LOSSES.register("ce")
 def full_cross_entropy(
-    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 0
+    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 0, **_: float
 ) -> Tensor:
     """Softmax cross-entropy over every item (the "SASRec+" setting).
 
@@ -78,9 +79,32 @@ def full_cross_entropy(
 
 @LOSSES.register("sampled_softmax")
 def sampled_softmax(
-    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 100
+    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 100, **_: float
 ) -> Tensor:
     """Softmax over the positive and k uniform negatives per position (collisions masked)."""
     scores, collision = _sampled_scores(model, hidden, targets, num_negatives)  # (N, 1 + k)
     scores = scores.masked_fill(collision, float("-inf"))
     return F.cross_entropy(scores, torch.zeros(scores.shape[0], dtype=torch.long, device=scores.device))
+
+
+@LOSSES.register("stosa")
+def stosa_loss(
+    model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 1, pvn_weight: float = 0.0,
+    **_: float,
+) -> Tensor:
+    """STOSA's loss: BPR on Wasserstein distances, -log sigmoid(d(s, neg) - d(s, pos)), plus
+    ``pvn_weight`` times the positive-vs-negative hinge max(0, d(s, pos) - d(pos, neg)), which asks
+    the sequence to be closer to its positive item than that item is to the negative.
+
+    Needs a model whose scores are negative distances and that exposes ``item_vectors`` (STOSA).
+    """
+    h, pos = _real_positions(hidden, targets)
+    neg = _uniform_negatives(model.num_items, (pos.shape[0], num_negatives), h.device)
+    distances = -model.score_items(h, torch.cat([pos[:, None], neg], dim=1))  # (N, 1 + k)
+    valid = neg != pos[:, None]
+    bpr = (F.softplus(distances[:, :1] - distances[:, 1:]) * valid).sum(1)
+    loss = bpr.mean()
+    if pvn_weight:
+        pos_vs_neg = ((model.item_vectors(pos)[:, None] - model.item_vectors(neg)) ** 2).sum(-1)  # (N, k)
+        loss = loss + pvn_weight * ((distances[:, :1] - pos_vs_neg).clamp_min(0) * valid).sum(1).mean()
+    return loss

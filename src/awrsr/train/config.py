@@ -7,13 +7,14 @@ from typing import Literal
 from awrsr.errors import ConfigError
 
 # Negatives per position when train.num_negatives is left unset.
-DEFAULT_NEGATIVES = {"bce": 1, "sampled_softmax": 100, "ce": 0}
+DEFAULT_NEGATIVES = {"bce": 1, "sampled_softmax": 100, "ce": 0, "stosa": 1}
 
 
 @dataclass
 class TrainConfig:
-    loss: str = "ce"  # bce (SASRec paper) | ce (full softmax, "SASRec+") | sampled_softmax
+    loss: str = "ce"  # bce (SASRec paper) | ce (full softmax, "SASRec+") | sampled_softmax | stosa
     num_negatives: int | None = None  # None -> 1 for bce, 100 for sampled_softmax
+    pvn_weight: float = 0.0  # loss "stosa": weight of STOSA's positive-vs-negative hinge
     batch_size: int = 128
     lr: float = 1e-3
     weight_decay: float = 0.0  # L2 penalty, as Adam's weight_decay
@@ -34,9 +35,9 @@ class TrainConfig:
 
         if self.loss not in LOSSES:
             raise ConfigError(f"train.loss: unknown loss {self.loss!r}; known: {', '.join(LOSSES.names())}")
-        if self.num_negatives is None:
-            self.num_negatives = DEFAULT_NEGATIVES[self.loss]
-        if self.loss != "ce" and self.num_negatives < 1:
+        # Resolved in a property, not written back: a default instance must not carry one loss's
+        # default into a config that only changes the loss.
+        if self.loss != "ce" and self.num_negatives is not None and self.num_negatives < 1:
             raise ConfigError(f"train.num_negatives must be >= 1 for loss {self.loss!r}, got {self.num_negatives}")
         for name in ("batch_size", "max_epochs", "val_every"):
             if getattr(self, name) < 1:
@@ -45,7 +46,13 @@ class TrainConfig:
             raise ConfigError(f"train.patience must be >= 0, got {self.patience}")
         if not self.lr > 0:
             raise ConfigError(f"train.lr must be > 0, got {self.lr}")
+        if self.pvn_weight < 0:
+            raise ConfigError(f"train.pvn_weight must be >= 0, got {self.pvn_weight}")
         if self.weight_decay < 0:
             raise ConfigError(f"train.weight_decay must be >= 0, got {self.weight_decay}")
         if self.num_threads is not None and self.num_threads < 1:
             raise ConfigError(f"train.num_threads must be >= 1, got {self.num_threads}")
+
+    @property
+    def effective_num_negatives(self) -> int:
+        return DEFAULT_NEGATIVES[self.loss] if self.num_negatives is None else self.num_negatives

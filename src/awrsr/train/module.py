@@ -15,12 +15,13 @@ class SequentialRecommenderModule(L.LightningModule):
 
     def __init__(
         self, model: nn.Module, *, loss: str, num_negatives: int, lr: float, weight_decay: float,
-        ks: list[int],
+        ks: list[int], pvn_weight: float = 0.0,
     ) -> None:
         super().__init__()
         self.model = model
         self.loss_fn = LOSSES.get(loss)
         self.num_negatives = num_negatives
+        self.pvn_weight = pvn_weight
         self.lr = lr
         self.weight_decay = weight_decay
         self.ks = list(ks)
@@ -28,7 +29,9 @@ class SequentialRecommenderModule(L.LightningModule):
 
     def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
         inputs, targets = batch  # (B, n), (B, n)
-        loss = self.loss_fn(self.model, self.model(inputs), targets, num_negatives=self.num_negatives)
+        loss = self.loss_fn(
+            self.model, self.model(inputs), targets, num_negatives=self.num_negatives, pvn_weight=self.pvn_weight
+        )
         self.log("train/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=inputs.shape[0])
         return loss
 

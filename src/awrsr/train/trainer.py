@@ -81,8 +81,8 @@ def train_model(
         default_root_dir=run_dir,
     )
     module = SequentialRecommenderModule(
-        model, loss=train.loss, num_negatives=train.num_negatives, lr=train.lr,
-        weight_decay=train.weight_decay, ks=evaluation.ks,
+        model, loss=train.loss, num_negatives=train.effective_num_negatives, lr=train.lr,
+        weight_decay=train.weight_decay, ks=evaluation.ks, pvn_weight=train.pvn_weight,
     )
     val_batches = build_eval_batches(split.valid, max_len, evaluation.batch_size, evaluation.filter_seen)
     started = time.perf_counter()

@@ -26,6 +26,8 @@ class Refinement(nn.Module):
     #: Whether the refinement may let a query see keys its mask forbids (then only bidirectional
     #: backbones may use it).
     needs_bidirectional: bool = False
+    #: Whether it only makes sense on stochastic (Gaussian) attention, like M_stoc.
+    needs_stochastic: bool = False
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:  # pragma: no cover
         raise NotImplementedError

@@ -1,0 +1,52 @@
+"""What every transformer backbone shares: the order embed -> mask -> blocks -> finalise, and
+scoring of the next item from the last position."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from awrsr.nn.attention import AttentionWeights
+from awrsr.nn.masks import AttentionMask
+
+
+class SequenceBackbone(nn.Module):
+    """Subclasses provide ``embedding``, ``blocks``, ``finalize`` and the scoring functions
+    ``score_all(hidden (N, k)) -> (N, num_items)`` and ``score_items(hidden (..., k), items (..., m))``."""
+
+    causal: bool = True
+
+    def __init__(self, *, num_items: int, max_len: int, embedding: nn.Module, blocks: list[nn.Module]) -> None:
+        super().__init__()
+        self.num_items = num_items
+        self.max_len = max_len
+        self.embedding = embedding
+        self.blocks = nn.ModuleList(blocks)
+
+    def finalize(self, x: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def encode(self, input_ids: Tensor, need_weights: bool = False) -> tuple[Tensor, list[AttentionWeights]]:
+        """Hidden states (B, n, k) for left-padded ``input_ids`` (B, n), and per-layer weights
+        when ``need_weights``."""
+        n = input_ids.shape[1]
+        if n > self.max_len:
+            raise ValueError(f"input window {n} is longer than the model's max_len {self.max_len}")
+        # Always run the full window: refinement matrices are indexed by position.
+        input_ids = F.pad(input_ids, (self.max_len - n, 0))
+        mask = AttentionMask.build(input_ids, causal=self.causal)
+        x = self.embedding(input_ids) * mask.real.unsqueeze(-1)  # (B, max_len, k)
+        weights = []
+        for block in self.blocks:
+            x, w = block(x, mask, need_weights=need_weights)
+            if w is not None:
+                weights.append(w)
+        out = self.finalize(x) * mask.real.unsqueeze(-1)  # padded positions output exactly zero
+        return out[:, -n:], weights
+
+    def forward(self, input_ids: Tensor) -> Tensor:
+        return self.encode(input_ids)[0]
+
+    def score_next(self, input_ids: Tensor) -> Tensor:
+        """Scores (B, num_items) of the next item after each history in ``input_ids`` (B, n)."""
+        return self.score_all(self.forward(input_ids)[:, -1])

@@ -1,0 +1,33 @@
+"""Building a block's attention and refinement from the config, with the compatibility checks
+that make a config mixing incompatible parts a clear error."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from awrsr.errors import ConfigError
+from awrsr.models.config import ModelConfig
+from awrsr.nn.attention import ATTENTIONS
+from awrsr.nn.refine import REFINEMENTS
+
+
+def build_attention(cfg: ModelConfig, block_index: int, *, causal: bool, stochastic: bool) -> nn.Module:
+    """The configured attention (with its refinement) for one block of a backbone that is
+    ``causal`` or not and works on Gaussian (``stochastic``) streams or not."""
+    refinement = REFINEMENTS.get(cfg.refine)(cfg, block_index)
+    if causal and refinement.needs_bidirectional:
+        raise ConfigError(
+            f"model.refine {cfg.refine!r} with this form lets a position see later items; "
+            f"backbone {cfg.name!r} is causal (use refine_value_form: causal)"
+        )
+    attention = ATTENTIONS.get(cfg.attention)(cfg, block_index, refinement)
+    is_stochastic = getattr(attention, "stochastic", False)
+    if is_stochastic != stochastic:
+        needed = "a stochastic attention (model.attention: wasserstein)" if stochastic else "a deterministic attention (e.g. model.attention: dot)"
+        raise ConfigError(f"model.attention {cfg.attention!r} does not fit backbone {cfg.name!r}, which needs {needed}")
+    if refinement.needs_stochastic and not is_stochastic:
+        raise ConfigError(
+            f"model.refine {cfg.refine!r} only exists for stochastic attention (STOSA); "
+            f"model.attention {cfg.attention!r} is not stochastic"
+        )
+    return attention

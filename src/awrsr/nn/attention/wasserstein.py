@@ -1,0 +1,76 @@
+"""Wasserstein self-attention (STOSA, Fan et al. 2022): items are diagonal Gaussians and the
+attention logit between two positions is their negative squared 2-Wasserstein distance.
+
+Input and output are the two streams side by side, [mean | covariance] (B, n, 2d).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights
+from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.refine.base import Refinement
+from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances
+
+
+def positive(x: Tensor) -> Tensor:
+    """ELU(x) + 1 > 0: STOSA's map to covariances."""
+    return F.elu(x) + 1.0
+
+
+class WassersteinAttention(nn.Module):
+    """A = masked-softmax(-W2^2(q_k, k_t) / sqrt(d_h)); mean out = A V_mu, covariance out = (A*A) V_cov.
+
+    Both streams are updated (the public STOSA code's typo left the mean stream unchanged). A
+    refinement acts on A; the mean path uses the refined weights and the covariance path their
+    squares.
+    """
+
+    stochastic = True
+
+    def __init__(self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement) -> None:
+        super().__init__()
+        if hidden_size % num_heads:
+            raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
+        self.mean_qkv = nn.Linear(hidden_size, 3 * hidden_size)
+        self.cov_qkv = nn.Linear(hidden_size, 3 * hidden_size)
+        self.mean_output = nn.Linear(hidden_size, hidden_size)
+        self.cov_output = nn.Linear(hidden_size, hidden_size)
+        self.attn_dropout = attn_dropout
+        self.refinement = refinement
+
+    def _heads(self, x: Tensor) -> Tensor:
+        B, n, _ = x.shape
+        return x.view(B, n, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4)  # 3 x (B, h, n, d_h)
+
+    def forward(
+        self, x: Tensor, mask: AttentionMask, need_weights: bool = False
+    ) -> tuple[Tensor, AttentionWeights | None]:
+        B, n, _ = x.shape
+        mean_in, cov_in = x.chunk(2, dim=-1)
+        q_mu, k_mu, v_mu = self._heads(self.mean_qkv(mean_in))
+        q_cov, k_cov, v_cov = (positive(t) for t in self._heads(self.cov_qkv(cov_in)))
+        distances = pairwise_squared_distances(gaussian_vectors(q_mu, q_cov), gaussian_vectors(k_mu, k_cov))
+        base = masked_softmax(-distances / math.sqrt(self.head_size), mask.allowed)  # (B, h, n, n)
+        refined = self.refinement(base, mask)
+        dropped = F.dropout(refined, self.attn_dropout, self.training)
+        mean_out = (dropped @ v_mu).transpose(1, 2).reshape(B, n, -1)  # (B, n, d)
+        cov_out = ((dropped * dropped) @ v_cov).transpose(1, 2).reshape(B, n, -1)
+        out = torch.cat([self.mean_output(mean_out), self.cov_output(cov_out)], dim=-1)
+        weights = AttentionWeights(base=base, refined=refined) if need_weights else None
+        return out, weights
+
+
+@ATTENTIONS.register("wasserstein")
+def build_wasserstein_attention(cfg, block_index: int, refinement: Refinement) -> WassersteinAttention:
+    return WassersteinAttention(
+        hidden_size=cfg.hidden_size, num_heads=cfg.num_heads, attn_dropout=cfg.effective_attn_dropout,
+        refinement=refinement,
+    )

@@ -1,0 +1,115 @@
+"""STOSA: the Wasserstein identity, distance-based ranking, both streams updated, its loss."""
+
+import pytest
+import torch
+from rich.console import Console
+
+from awrsr.errors import ConfigError
+from awrsr.models import ModelConfig, build_model
+from awrsr.nn.attention.wasserstein import positive
+from awrsr.nn.losses import LOSSES
+from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances, squared_w2
+
+
+def tiny_stosa(**overrides):
+    torch.manual_seed(0)
+    values = dict(name="stosa", attention="wasserstein", max_len=8, hidden_size=8, num_heads=2, num_blocks=2, dropout=0.0)
+    values.update(overrides)
+    return build_model(ModelConfig(**values), num_items=15).eval()
+
+
+def test_squared_w2_equals_euclidean_distance_of_mean_and_sqrt_cov():
+    torch.manual_seed(0)
+    mean_a, mean_b = torch.randn(5, 6, dtype=torch.float64), torch.randn(7, 6, dtype=torch.float64)
+    cov_a, cov_b = torch.rand(5, 6, dtype=torch.float64) + 0.1, torch.rand(7, 6, dtype=torch.float64) + 0.1
+    direct = squared_w2(mean_a[:, None], cov_a[:, None], mean_b[None], cov_b[None])  # (5, 7)
+    via_matmul = pairwise_squared_distances(gaussian_vectors(mean_a, cov_a), gaussian_vectors(mean_b, cov_b))
+    assert torch.allclose(direct, via_matmul)
+
+
+def test_full_ranking_is_minus_w2_to_every_item():
+    model = tiny_stosa()
+    ids = torch.tensor([[0, 0, 0, 4, 5, 6, 7, 8]])
+    with torch.no_grad():
+        z = model(ids)[:, -1]  # (1, 2d)
+        scores = model.score_next(ids)  # (1, I)
+        d = z.shape[-1] // 2
+        out_mean, out_cov = z[:, :d], z[:, d:] ** 2
+        item_mean = model.embedding.mean_items.weight[1:]
+        item_cov = positive(model.embedding.cov_items.weight[1:])
+        expected = -squared_w2(out_mean, out_cov, item_mean, item_cov)
+    assert torch.allclose(scores[0], expected, atol=1e-5)
+
+
+def test_the_encoder_updates_the_mean_stream():
+    """The public STOSA code leaves the mean stream untouched by attention; here an earlier item
+    changes the last position's mean."""
+    model = tiny_stosa()
+    a = torch.tensor([[0, 0, 3, 4, 5, 6, 7, 8]])
+    b = a.clone()
+    b[0, 2] = 11
+    with torch.no_grad():
+        mean_a = model(a)[0, -1, :8]  # the first d (= 8) dimensions are the mean
+        mean_b = model(b)[0, -1, :8]
+    assert not torch.allclose(mean_a, mean_b)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(name="sasrec", attention="wasserstein"), "deterministic"),
+        (dict(name="stosa", attention="dot"), "wasserstein"),
+        (dict(name="sasrec", attention="dot", refine="stoc"), "stochastic attention"),
+    ],
+)
+def test_incompatible_parts_are_config_errors(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        build_model(ModelConfig(max_len=8, hidden_size=8, **overrides), num_items=10)
+
+
+def test_stosa_loss_by_hand():
+    model = tiny_stosa().train()
+    ids = torch.tensor([[0, 0, 3, 4, 5, 6, 7, 8]])
+    targets = torch.tensor([[0, 0, 4, 5, 6, 7, 8, 9]])
+    hidden = model(ids)
+    torch.manual_seed(3)
+    got = LOSSES.get("stosa")(model, hidden, targets, num_negatives=2, pvn_weight=0.5)
+    torch.manual_seed(3)
+    real = targets > 0
+    h, pos = hidden[real], targets[real]
+    neg = torch.randint(1, 16, (pos.shape[0], 2))
+    d_pos = ((h - model.item_vectors(pos)) ** 2).sum(-1)
+    d_neg = ((h[:, None] - model.item_vectors(neg)) ** 2).sum(-1)
+    d_pn = ((model.item_vectors(pos)[:, None] - model.item_vectors(neg)) ** 2).sum(-1)
+    keep = (neg != pos[:, None]).float()
+    bpr = (-torch.log(torch.sigmoid(d_neg - d_pos[:, None])) * keep).sum(1).mean()
+    pvn = ((d_pos[:, None] - d_pn).clamp_min(0) * keep).sum(1).mean()
+    assert torch.allclose(got, bpr + 0.5 * pvn, atol=1e-5)
+
+
+def test_stosa_with_m_stoc_fits_beats_popularity_and_recommends(tmp_path):
+    from awrsr.infer import Recommender
+    from awrsr.train import TrainConfig
+    from awrsr.workflows import fit
+
+    from conftest import tiny_run_config
+
+    cfg = tiny_run_config(tmp_path / "stosa")
+    cfg["model"] = ModelConfig(name="stosa", attention="wasserstein", refine="stoc", max_len=20, hidden_size=32, num_blocks=1, dropout=0.1)
+    cfg["train"] = TrainConfig(loss="stosa", pvn_weight=0.1, max_epochs=8, patience=3, batch_size=64, lr=3e-3, progress_bar=False, seed=7)
+    result = fit(**cfg, console=Console(quiet=True))
+    assert result.metrics["test"]["ndcg@10"] > result.metrics["popularity"]["test"]["ndcg@10"] + 0.1
+    top = Recommender.load(result.run_dir).recommend([1, 2, 3], k=4)
+    assert len(top) == 4 and not {r.item for r in top} & {1, 2, 3}
+
+
+def test_stosa_loss_needs_a_stochastic_model(tmp_path):
+    from awrsr.train import TrainConfig
+    from awrsr.workflows import fit
+
+    from conftest import tiny_run_config
+
+    cfg = tiny_run_config(tmp_path / "x")
+    cfg["train"] = TrainConfig(loss="stosa", max_epochs=1, progress_bar=False)
+    with pytest.raises(ConfigError, match="stosa"):
+        fit(**cfg, console=Console(quiet=True))
