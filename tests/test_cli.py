@@ -53,6 +53,9 @@ def test_fit_runs_from_a_config_file(tmp_path, capsys):
         ("train:\n  monitor: ndcg@50\n", "train.monitor"),
         ("data:\n  min_user_interactions: -1\n", "data.min_user_interactions"),
         ("model:\n  refine: magic\n", "model.refine"),
+        ("train:\n  max_time: 5min\n", "train.max_time"),
+        ("model:\n  name: stosa\n", "model.attention"),  # STOSA needs the wasserstein attention
+        ("train:\n  loss: stosa\n", "train.loss"),  # STOSA's loss on SASRec
     ],
 )
 def test_bad_configs_name_the_field(tmp_path, capsys, yaml_text, expected):

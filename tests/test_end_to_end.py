@@ -28,6 +28,7 @@ def test_results_record_protocol_fingerprint_and_selection(trained_run):
     assert stored["seed"] == 7 and stored["code_version"]
     sel = stored["selection"]
     assert 1 <= sel["best_epoch"] <= sel["epochs_trained"] <= 8
+    assert sel["stopped_by"] in ("early stopping", "max_epochs")
     rows = list(csv.DictReader(open(trained_run.run_dir / "history.csv")))
     assert [int(r["epoch"]) for r in rows] == list(range(1, sel["epochs_trained"] + 1))
     # the selected epoch is the one with the best validation NDCG@10

@@ -131,6 +131,7 @@ def fit(
             "best_epoch": outcome.best_epoch,
             "best_value": outcome.best_value,
             "epochs_trained": outcome.epochs_trained,
+            "stopped_by": outcome.stopped_by,
         },
         "time": {
             "train_s": round(outcome.train_seconds, 2),

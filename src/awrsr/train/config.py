@@ -19,6 +19,7 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 0.0  # L2 penalty, as Adam's weight_decay
     max_epochs: int = 200
+    max_time: str | None = None  # wall-clock budget "DD:HH:MM:SS"; training stops there and the best epoch so far is selected
     patience: int = 20  # validation checks without improvement before stopping
     monitor: str = "ndcg@10"  # validation metric for early stopping and model selection
     val_every: int = 1  # epochs between validations
@@ -42,6 +43,10 @@ class TrainConfig:
         for name in ("batch_size", "max_epochs", "val_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"train.{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_time is not None:
+            parts = self.max_time.split(":")
+            if len(parts) != 4 or not all(p.isdigit() for p in parts):
+                raise ConfigError(f"train.max_time must look like DD:HH:MM:SS (e.g. 00:01:30:00), got {self.max_time!r}")
         if self.patience < 0:
             raise ConfigError(f"train.patience must be >= 0, got {self.patience}")
         if not self.lr > 0:

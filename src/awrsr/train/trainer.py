@@ -33,6 +33,7 @@ class TrainingOutcome:
     best_epoch: int  # 1-based epoch whose weights were selected
     best_value: float  # its validation monitor value
     epochs_trained: int
+    stopped_by: str  # "early stopping", "max_epochs" or "max_time"
     train_seconds: float
     epoch_seconds: list[float]
     history_path: Path
@@ -64,9 +65,11 @@ def train_model(
         enable_version_counter=False,
     )
     timer = EpochTimer()
-    callbacks = [checkpoint, timer, GradientNorm(), EarlyStopping(monitor=monitor, mode="max", patience=train.patience)]
+    early_stopping = EarlyStopping(monitor=monitor, mode="max", patience=train.patience)
+    callbacks = [checkpoint, timer, GradientNorm(), early_stopping]
     trainer = L.Trainer(
         max_epochs=train.max_epochs,
+        max_time=train.max_time,
         accelerator=train.accelerator,
         devices=1,
         logger=CSVLogger(save_dir=run_dir, name="", version=""),
@@ -99,6 +102,10 @@ def train_model(
         best_epoch=int(best["epoch"]) + 1,
         best_value=float(checkpoint.best_model_score),
         epochs_trained=trainer.current_epoch,
+        stopped_by=(
+            "early stopping" if early_stopping.stopped_epoch
+            else "max_epochs" if trainer.current_epoch >= train.max_epochs else "max_time"
+        ),
         train_seconds=train_seconds,
         epoch_seconds=timer.train_seconds,
         history_path=write_epoch_history(run_dir / LOG_FILE, run_dir / HISTORY_FILE),
