@@ -25,9 +25,17 @@ def shared_file(relative: str) -> Path:
 
 
 def registered_combinations() -> list[tuple[str, str, str]]:
-    """Every (backbone, attention, refinement) triple the registries offer; a new part
-    registered anywhere is picked up by every test parametrised with this."""
-    return list(itertools.product(MODELS.names(), ATTENTIONS.names(), REFINEMENTS.names()))
+    """Every (backbone, attention, refinement) triple the registries offer and the builders
+    accept; a new part registered anywhere is picked up by every test parametrised with this.
+    Rejected triples are tested to be configuration errors in tests/models/test_stosa.py."""
+    combos = []
+    for triple in itertools.product(MODELS.names(), ATTENTIONS.names(), REFINEMENTS.names()):
+        try:
+            build_model(ModelConfig(name=triple[0], attention=triple[1], refine=triple[2], max_len=4, hidden_size=4), 3)
+        except ConfigError:
+            continue
+        combos.append(triple)
+    return combos
 
 
 def build_tiny(name: str, attention: str, refine: str, **overrides):
