@@ -105,3 +105,24 @@ def test_changing_only_the_loss_uses_that_losses_default_negatives(tmp_path, cap
     train = load_fit_config(["--config", str(config)])["train"]
     assert train.effective_num_negatives == 100
     assert load_fit_config([])["train"].effective_num_negatives == 0
+
+
+@pytest.mark.parametrize(
+    "file, edit, expected",
+    [
+        ("metrics.json", lambda text: "{not json", "metrics.json"),
+        ("metrics.json", lambda text: "[]", "metrics.json"),
+        ("metrics.json", lambda text: text.replace('"sha256"', '"sha"'), "fingerprint"),
+        ("config.yaml", lambda text: text.replace("hidden_size: 32", "hidden_size: abc"), "config.yaml"),
+        ("config.yaml", lambda text: text.replace("  dropout: 0.1", "  dropout: null"), "config.yaml"),
+        ("config.yaml", lambda text: text.replace("data:\n", "data: x\nold_data:\n"), "config.yaml"),
+    ],
+)
+def test_damaged_artifacts_are_clear_errors(trained_run, tmp_path, capsys, file, edit, expected):
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(trained_run.run_dir, damaged)
+    (damaged / file).write_text(edit((damaged / file).read_text()))
+    code, _, err = run_cli(capsys, "evaluate", str(damaged))
+    assert code == 2 and expected in err

@@ -7,9 +7,12 @@
 
 from __future__ import annotations
 
+from argparse import ArgumentError
 from typing import Any, Sequence
 
 from jsonargparse import ArgumentParser
+
+from awrsr.errors import ConfigError
 
 
 def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
@@ -20,6 +23,9 @@ def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     parser = ArgumentParser(exit_on_error=False)
     parser.add_argument("--config", action="config")
     parser.add_function_arguments(fit, as_positional=False)
-    namespace = parser.parse_args(list(args))
+    try:
+        namespace = parser.parse_args(list(args))
+    except ArgumentError as err:
+        raise ConfigError(f"{' '.join(args)}: {err}") from None
     init = parser.instantiate_classes(namespace)
     return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir")}

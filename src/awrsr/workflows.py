@@ -100,6 +100,8 @@ def fit(
     split = leave_one_out(dataset)
     if len(split.valid.targets) == 0:
         raise AwrsrError("no user has the 3 interactions leave-one-out needs; nothing to validate on")
+    if not (split.train.lengths >= 2).any():
+        raise AwrsrError("no user has 2 training interactions, so there is no next-item example to train on")
     console.print(
         f"protocol: leave-one-out, full ranking over {dataset.num_items} items, "
         f"seen items {'filtered' if evaluation.filter_seen else 'NOT filtered'}, pessimistic ties; "
@@ -117,7 +119,8 @@ def fit(
         name: FullRankingEvaluator(cases, model.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size)
         for name, cases in (("valid", split.valid), ("test", split.test))
     }
-    ranks = {name: evaluator.ranks(net) for name, evaluator in evaluators.items()}
+    net.to(outcome.device)  # Lightning hands the model back on the CPU
+    ranks = {name: evaluator.ranks(net, outcome.device) for name, evaluator in evaluators.items()}
     results = {name: ranking_metrics(r, evaluation.ks) for name, r in ranks.items()}
     eval_seconds = (time.perf_counter() - started) / 2
     popularity = PopularityModel(split.train.items, dataset.num_items)
@@ -180,8 +183,8 @@ def evaluate(
     try:
         data_config = data_config_from_dict(artifact.config.get("data", {}))
         evaluation = EvalConfig(**artifact.config.get("evaluation", {}))
-    except (TypeError, AwrsrError) as err:
-        raise ArtifactError(f"{artifact.directory}/config.yaml: {err}") from None
+    except (TypeError, ValueError, AwrsrError) as err:
+        raise ArtifactError(f"{artifact.directory}/config.yaml: invalid data or evaluation section ({err})") from None
     if data_path is not None:
         data_config.path = data_path
     if filter_seen is not None:
@@ -207,7 +210,10 @@ def _check_fingerprint(metrics: dict[str, Any] | None, dataset: SequenceData, di
     stored = (metrics or {}).get("dataset")
     if not stored:
         return
-    expected = Fingerprint.from_dict({k: stored[k] for k in ("users", "items", "interactions", "sha256")})
+    try:
+        expected = Fingerprint.from_dict({k: stored[k] for k in ("users", "items", "interactions", "sha256")})
+    except (KeyError, TypeError) as err:
+        raise ArtifactError(f"{directory}/metrics.json: incomplete dataset fingerprint ({err})") from None
     if expected != dataset.fingerprint:
         raise ArtifactError(
             f"{directory}: the data ({dataset.stats.source}) is not the dataset this model was trained on "

@@ -4,7 +4,7 @@ import math
 import pytest
 from rich.console import Console
 
-from awrsr.errors import ConfigError
+from awrsr.errors import ArtifactError, ConfigError
 from awrsr.experiments.compare import run_compare, tabulate
 from awrsr.experiments.runs import option_args, parse_sets
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
@@ -52,6 +52,11 @@ def test_bad_search_space_is_a_clear_error(tmp_path):
     space.write_text("lr: [0.1]\n")
     with pytest.raises(ConfigError, match="dotted"):
         load_search_space(space)
+    space.write_text("model.hiden_size: [8]\n")
+    with pytest.raises(ConfigError, match="model.hiden_size"):
+        load_search_space(space)
+    space.write_text("data.synthetic.num_users: [10]\ntrain.lr: [0.1]\n")
+    assert load_search_space(space) == {"data.synthetic.num_users": [10], "train.lr": [0.1]}
 
 
 TINY = [
@@ -79,6 +84,9 @@ def test_tune_selects_on_validation_and_resumes(base_config, tmp_path):
     stamps = {p: (p / "metrics.json").stat().st_mtime for p in tmp_path.glob("trial-*")}
     run_tune(base_config, space, tmp_path, extra=extra, console=QUIET)  # finished trials are reused
     assert stamps == {p: (p / "metrics.json").stat().st_mtime for p in tmp_path.glob("trial-*")}
+    # ...but never a run made with another configuration in the same directory
+    with pytest.raises(ArtifactError, match="another configuration"):
+        run_tune(base_config, space, tmp_path, extra={**extra, "train.max_epochs": "3"}, console=QUIET)
 
 
 def test_compare_writes_table_runs_and_figures(base_config, tmp_path):

@@ -15,9 +15,9 @@ def pessimistic_ranks(scores: Tensor, targets: Tensor) -> Tensor:
     >>> pessimistic_ranks(torch.tensor([[0.1, 0.5, 0.5, 0.9]]), torch.tensor([1]))
     tensor([3])
     """
+    if torch.isnan(scores).any():  # a NaN compares false and would silently improve ranks
+        raise FloatingPointError("the model produced NaN scores")
     target_scores = scores.gather(1, targets[:, None])  # (B, 1)
-    if torch.isnan(target_scores).any():
-        raise FloatingPointError("the model produced NaN scores for some target items")
     return (scores >= target_scores).sum(dim=1)  # counts the target itself, hence 1-based
 
 

@@ -94,8 +94,10 @@ def write_outputs(records: list[dict], table: dict[str, dict[str, Cell]], output
         for variant, row in table.items():
             writer.writerow([variant, *[v for m in metrics for v in (row[m].mean, row[m].std, row[m].improvement, row[m].p_value)]])
     seeds = sorted({r["seed"] for r in records})
+    switches = {r["metrics"]["protocol"]["filter_seen"] for r in records}
+    seen = "seen items filtered" if switches == {True} else "seen items NOT filtered" if switches == {False} else "MIXED seen-item filtering"
     lines = [
-        f"Test metrics at the best validation epoch, mean ± std over seeds {seeds}; "
+        f"Test metrics at the best validation epoch (full ranking, {seen}), mean ± std over seeds {seeds}; "
         f"improvement over the base mean in %, paired t-test p-value over seeds ({key}).",
         "",
         "| " + key + " | " + " | ".join(LABELS.get(m, m) for m in metrics) + " |",

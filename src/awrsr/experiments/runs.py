@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+import yaml
 from rich.console import Console
 
-from awrsr.infer.artifact import METRICS_FILE
+from awrsr.errors import ArtifactError, ConfigError
+from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 from awrsr.run_config import load_fit_config
 
 
@@ -26,20 +29,51 @@ def parse_sets(sets: Sequence[str] | None) -> dict[str, str]:
     for item in sets or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            from awrsr.errors import ConfigError
-
             raise ConfigError(f"--set expects key=value (e.g. train.max_epochs=5), got {item!r}")
         out[key.strip()] = value.strip()
     return out
 
 
+RESOLVED_SECTIONS = ("data", "model", "train", "evaluation")
+
+
 def run_or_reuse(config: str, options: dict[str, Any], run_dir: Path, console: Console) -> dict[str, Any]:
-    """Metrics of the fit of ``config`` with ``options`` in ``run_dir``; a finished run (its
-    metrics.json exists) is never trained again."""
+    """Metrics of the fit of ``config`` with ``options`` in ``run_dir``. A finished run (its
+    metrics.json exists) is never trained again, but only if it was made with exactly this
+    configuration; a directory holding another configuration's run is an error."""
     from awrsr.workflows import fit
 
+    args = ["--config", config, *option_args(options), "--train.progress_bar", "false", "--output_dir", str(run_dir)]
+    resolved = load_fit_config(args)
     metrics_file = run_dir / METRICS_FILE
     if metrics_file.is_file():
+        stored = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).is_file() else {}
+        wanted = {k: asdict(resolved[k]) for k in RESOLVED_SECTIONS}
+        differing = [
+            f"{section}.{key}" for section in RESOLVED_SECTIONS
+            for key in sorted(set(wanted[section]) | set((stored or {}).get(section) or {}))
+            if wanted[section].get(key) != ((stored or {}).get(section) or {}).get(key)
+        ]
+        if differing:
+            raise ArtifactError(
+                f"{run_dir} holds a finished run of another configuration (differs in {', '.join(differing[:6])}); "
+                "use another output_dir"
+            )
         return json.loads(metrics_file.read_text())
-    args = ["--config", config, *option_args(options), "--train.progress_bar", "false", "--output_dir", str(run_dir)]
-    return fit(**load_fit_config(args), console=console).metrics
+    return fit(**resolved, console=console).metrics
+
+
+def known_keys() -> set[str]:
+    """Every dotted option of a run config, e.g. ``train.lr`` and ``data.synthetic.num_users``."""
+    defaults = load_fit_config([])
+
+    def walk(prefix: str, obj: Any) -> set[str]:
+        keys = set()
+        for f in fields(obj):
+            value = getattr(obj, f.name)
+            keys.add(prefix + f.name)
+            if is_dataclass(value):
+                keys |= walk(f"{prefix}{f.name}.", value)
+        return keys
+
+    return set().union(*(walk(f"{section}.", defaults[section]) for section in RESOLVED_SECTIONS))

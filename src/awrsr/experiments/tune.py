@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from awrsr.errors import ConfigError
-from awrsr.experiments.runs import run_or_reuse
+from awrsr.experiments.runs import known_keys, run_or_reuse
 
 
 def load_search_space(path: str | Path) -> dict[str, list[Any]]:
@@ -40,9 +40,12 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
     space = yaml.safe_load(path.read_text())
     if not isinstance(space, dict) or not space:
         raise ConfigError(f"{path}: expected a mapping of config keys to lists of values")
+    known = known_keys()
     for key, values in space.items():
         if "." not in str(key) or not isinstance(values, list) or not values:
             raise ConfigError(f"{path}: {key!r} must be a dotted config key (e.g. train.lr) with a non-empty list")
+        if key not in known:
+            raise ConfigError(f"{path}: unknown config key {key!r}")
     return space
 
 
@@ -84,7 +87,8 @@ def run_tune(
                 continue
             monitor = metrics["selection"]["monitor"].removeprefix("valid ")
             rows.append({"trial": run_dir.name, **params, "monitor": monitor, "valid": metrics["valid"][monitor],
-                         "best_epoch": metrics["selection"]["best_epoch"]})
+                         "best_epoch": metrics["selection"]["best_epoch"],
+                         "filter_seen": metrics["protocol"]["filter_seen"]})
             progress.advance(task)
     if not rows:
         raise ConfigError("no trial of the search space could run")

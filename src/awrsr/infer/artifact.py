@@ -66,8 +66,8 @@ def model_config_from_dict(values: dict[str, Any], source: str) -> ModelConfig:
         raise ArtifactError(f"{source}: unknown model field(s) {', '.join(unknown)}")
     try:
         return ModelConfig(**values)
-    except AwrsrError as err:
-        raise ArtifactError(f"{source}: {err}") from None
+    except (AwrsrError, TypeError, ValueError) as err:  # TypeError: e.g. hidden_size: abc
+        raise ArtifactError(f"{source}: invalid model section ({err})") from None
 
 
 def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedArtifact:
@@ -98,7 +98,10 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
         )
 
     vocab = Vocabulary.load(directory / VOCAB_FILE)
-    model = build_model(model_config, len(vocab))
+    try:
+        model = build_model(model_config, len(vocab))
+    except (AwrsrError, TypeError, ValueError) as err:
+        raise ArtifactError(f"{config_path}: cannot build the model ({err})") from None
     weights_path = directory / WEIGHTS_FILE
     try:
         state = load_file(str(weights_path))
@@ -110,7 +113,12 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
 
     metrics = None
     if (directory / METRICS_FILE).is_file():
-        metrics = json.loads((directory / METRICS_FILE).read_text())
+        try:
+            metrics = json.loads((directory / METRICS_FILE).read_text())
+        except json.JSONDecodeError as err:
+            raise ArtifactError(f"{directory / METRICS_FILE}: not valid JSON ({err})") from None
+        if not isinstance(metrics, dict):
+            raise ArtifactError(f"{directory / METRICS_FILE}: expected a JSON object")
     return LoadedArtifact(directory, config, model_config, vocab, model, metrics)
 
 

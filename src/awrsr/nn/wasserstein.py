@@ -26,5 +26,12 @@ def squared_w2(mean_a: Tensor, cov_a: Tensor, mean_b: Tensor, cov_b: Tensor) -> 
 
 
 def pairwise_squared_distances(a: Tensor, b: Tensor) -> Tensor:
-    """||a_i - b_j||^2 for a (..., m, k) and b (..., p, k) -> (..., m, p), via one matmul."""
-    return (a * a).sum(-1, keepdim=True) - 2 * a @ b.transpose(-2, -1) + (b * b).sum(-1).unsqueeze(-2)
+    """||a_i - b_j||^2 for a (..., m, k) and b (..., p, k) -> (..., m, p), via one matmul.
+
+    Always in at least float32, autocast or not: the expansion subtracts nearly equal large
+    numbers, and in bfloat16 the small differences that rank items would be lost.
+    """
+    dtype = torch.promote_types(a.dtype, torch.float32)
+    with torch.autocast(a.device.type, enabled=False):
+        a, b = a.to(dtype), b.to(dtype)
+        return (a * a).sum(-1, keepdim=True) - 2 * a @ b.transpose(-2, -1) + (b * b).sum(-1).unsqueeze(-2)

@@ -24,7 +24,7 @@ class TrainConfig:
     monitor: str = "ndcg@10"  # validation metric for early stopping and model selection
     val_every: int = 1  # epochs between validations
     seed: int = 42
-    accelerator: str = "auto"  # Lightning accelerator: auto | cpu | gpu | mps
+    accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps"] = "auto"  # Lightning accelerator
     # bf16-mixed runs the training matmuls in bfloat16 (faster on CPUs with AVX512-BF16 and on
     # GPUs); evaluation always scores in float32, since bf16 scores would tie.
     precision: Literal["32-true", "bf16-mixed"] = "32-true"
@@ -47,6 +47,10 @@ class TrainConfig:
             parts = self.max_time.split(":")
             if len(parts) != 4 or not all(p.isdigit() for p in parts):
                 raise ConfigError(f"train.max_time must look like DD:HH:MM:SS (e.g. 00:01:30:00), got {self.max_time!r}")
+        if self.val_every > self.max_epochs:
+            raise ConfigError(
+                f"train.val_every ({self.val_every}) > train.max_epochs ({self.max_epochs}): no epoch would be validated"
+            )
         if self.patience < 0:
             raise ConfigError(f"train.patience must be >= 0, got {self.patience}")
         if not self.lr > 0:

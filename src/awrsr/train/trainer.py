@@ -18,6 +18,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from awrsr.data import LeaveOneOutSplit
+from awrsr.errors import AwrsrError
 from awrsr.eval import EvalConfig, build_eval_batches
 from awrsr.train.batches import training_loader
 from awrsr.train.callbacks import EpochTimer, GradientNorm
@@ -34,6 +35,7 @@ class TrainingOutcome:
     best_value: float  # its validation monitor value
     epochs_trained: int
     stopped_by: str  # "early stopping", "max_epochs" or "max_time"
+    device: torch.device  # where training ran; the final evaluation runs there too
     train_seconds: float
     epoch_seconds: list[float]
     history_path: Path
@@ -96,6 +98,11 @@ def train_model(
     )
     train_seconds = time.perf_counter() - started
 
+    if not checkpoint.best_model_path:
+        raise AwrsrError(
+            f"training stopped after {trainer.current_epoch} epoch(s) before any validation "
+            f"(train.val_every={train.val_every}, train.max_time={train.max_time}); no epoch can be selected"
+        )
     best = torch.load(checkpoint.best_model_path, map_location="cpu", weights_only=True)
     module.load_state_dict(best["state_dict"])
     return TrainingOutcome(
@@ -108,6 +115,7 @@ def train_model(
         ),
         train_seconds=train_seconds,
         epoch_seconds=timer.train_seconds,
+        device=trainer.strategy.root_device,
         history_path=write_epoch_history(run_dir / LOG_FILE, run_dir / HISTORY_FILE),
     )
 

@@ -62,7 +62,9 @@ class WassersteinAttention(nn.Module):
         refined = self.refinement(base, mask)
         dropped = F.dropout(refined, self.attn_dropout, self.training)
         mean_out = (dropped @ v_mu).transpose(1, 2).reshape(B, n, -1)  # (B, n, d)
-        cov_out = ((dropped * dropped) @ v_cov).transpose(1, 2).reshape(B, n, -1)
+        # dropped * refined = (mask / (1 - p)) * A * A: the same mask, and A*A in expectation
+        # (dropped * dropped would be A*A / (1 - p) in expectation).
+        cov_out = ((dropped * refined) @ v_cov).transpose(1, 2).reshape(B, n, -1)
         out = torch.cat([self.mean_output(mean_out), self.cov_output(cov_out)], dim=-1)
         weights = AttentionWeights(base=base, refined=refined) if need_weights else None
         return out, weights
