@@ -33,6 +33,14 @@ def _check_int(name: str, value: object, minimum: int) -> None:
 class SyntheticConfig:
     """The built-in synthetic dataset with a planted "successor" pattern (see ``synthetic.py``).
 
+    Args:
+        num_users: users.
+        num_items: items.
+        min_length: shortest history.
+        max_length: longest history.
+        follow_prob: probability that the next item is the planted successor of the previous one.
+        seed: seed of the generator.
+
     >>> SyntheticConfig(num_users=50, num_items=20).max_length
     40
     """
@@ -59,6 +67,18 @@ class SyntheticConfig:
 @dataclass
 class DataConfig:
     """Where the interactions are and how to clean them.
+
+    Args:
+        path: data file; None uses the built-in synthetic dataset.
+        format: auto | whitespace (user item... per line) | movielens (ratings.dat) | csv | tsv | parquet.
+        user_col: user column (csv/tsv/parquet/frames).
+        item_col: item column (csv/tsv/parquet/frames).
+        time_col: optional timestamp column; None keeps file order.
+        separator: override the csv/tsv separator.
+        duplicates: keep all repeats | first (keep the first (user, item)) | consecutive (drop immediate repeats).
+        min_user_interactions: iterated k-core threshold for users; 0 or 1 disables it.
+        min_item_interactions: iterated k-core threshold for items; 0 or 1 disables it.
+        synthetic: the built-in synthetic dataset, used when path is None.
 
     >>> DataConfig(path="ratings.dat", duplicates="first").min_item_interactions
     5

@@ -8,6 +8,14 @@ from awrsr.errors import ConfigError
 
 @dataclass
 class EvalConfig:
+    """The evaluation protocol's switches (printed and stored with every result).
+
+    Args:
+        ks: cut-offs k of HR@k and NDCG@k.
+        filter_seen: score already-seen items -inf (the target itself is never filtered).
+        batch_size: users per evaluation batch.
+    """
+
     ks: list[int] = field(default_factory=lambda: [1, 5, 10, 20])
     filter_seen: bool = True  # score already-seen items -inf (the target itself is never filtered)
     batch_size: int = 256  # users per evaluation batch

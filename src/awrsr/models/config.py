@@ -9,9 +9,27 @@ from awrsr.errors import ConfigError
 
 @dataclass
 class ModelConfig:
-    """Hyper-parameters of a sequential model.
+    """Hyper-parameters of a sequential model; ``name``, ``attention`` and ``refine`` pick
+    registered parts by name.
 
-    ``name`` picks the backbone, ``attention`` and ``refine`` pick registered parts by name.
+    Args:
+        name: backbone: sasrec | stosa.
+        max_len: maximum history length n the model reads (the last n items).
+        hidden_size: width d (per stream for STOSA).
+        num_heads: attention heads; must divide hidden_size.
+        num_blocks: transformer blocks.
+        inner_size: feed-forward width; None means hidden_size (SASRec).
+        dropout: dropout on embeddings, residual branches and the feed-forward network.
+        attn_dropout: dropout on attention weights; None means dropout.
+        attention: attention mechanism: dot (SASRec) | wasserstein (STOSA).
+        refine: attention-weight refinement: none | simp | value | add | stoc (STOSA only).
+        fused_attention: use F.scaled_dot_product_attention when weights are neither refined nor requested.
+        refine_per_head: one set of n x n refinement matrices per head instead of one per layer.
+        refine_scale: refinement logit scale: head = 1/sqrt(d_h) (paper) or length = 1/sqrt(n).
+        refine_init_std: refinement matrices start at identity + N(0, refine_init_std).
+        refine_blocks: 0-based blocks to refine; None refines every block.
+        refine_value_form: M_value form: causal (default) or literal (the paper's eq. 3, bidirectional backbones only).
+        norm_eps: LayerNorm epsilon.
     """
 
     name: str = "sasrec"

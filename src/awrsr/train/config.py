@@ -12,6 +12,27 @@ DEFAULT_NEGATIVES = {"bce": 1, "sampled_softmax": 100, "ce": 0, "stosa": 1}
 
 @dataclass
 class TrainConfig:
+    """How a model is trained and selected.
+
+    Args:
+        loss: bce (SASRec paper) | ce (full softmax, "SASRec+") | sampled_softmax | stosa (STOSA's distance loss).
+        num_negatives: negatives per position; None means 1 for bce and stosa, 100 for sampled_softmax.
+        pvn_weight: weight of STOSA's positive-vs-negative hinge (loss stosa).
+        batch_size: users per training batch.
+        lr: Adam learning rate.
+        weight_decay: L2 penalty (Adam weight_decay).
+        max_epochs: most epochs to train.
+        max_time: wall-clock budget DD:HH:MM:SS; training stops there and the best validated epoch is selected.
+        patience: validations without improvement of the monitor before stopping.
+        monitor: validation metric for early stopping and model selection, e.g. ndcg@10.
+        val_every: epochs between validations.
+        seed: seed of initialisation, shuffling, negatives and dropout.
+        accelerator: Lightning accelerator.
+        precision: 32-true or bf16-mixed (bfloat16 training matmuls; evaluation stays float32).
+        progress_bar: show Lightning's progress bar.
+        num_threads: torch CPU threads; None keeps torch's default.
+    """
+
     loss: str = "ce"  # bce (SASRec paper) | ce (full softmax, "SASRec+") | sampled_softmax | stosa
     num_negatives: int | None = None  # None -> 1 for bce, 100 for sampled_softmax
     pvn_weight: float = 0.0  # loss "stosa": weight of STOSA's positive-vs-negative hinge
