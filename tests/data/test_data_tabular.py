@@ -122,3 +122,12 @@ def test_pandas_frame():
     out = read_interactions(frame, DataConfig(**COLS))
     assert out["user"].to_list() == ["u1", "u1", "3"]  # mixed ids compare as text
     assert out["item"].to_list() == [1, 2, 3]
+
+
+def test_time_errors_name_the_bad_row_and_list_ids_are_rejected(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("user_id,item_id,ts\n1,10,2020-01-01\n1,11,2020-13-01\n")
+    with pytest.raises(DataError, match=r"t\.csv:3: .*'2020-13-01'"):
+        read_interactions(path, DataConfig(path=str(path), time_col="ts"))
+    with pytest.raises(DataError, match="List"):
+        read_interactions(pl.DataFrame({"user_id": [[1], [2]], "item_id": [1, 2]}), DataConfig())

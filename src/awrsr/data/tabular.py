@@ -103,6 +103,8 @@ def _ids(series: pl.Series, field: str, source: str, line_offset: int | None) ->
     if bad is not None:
         raise DataError(f"{_where(source, bad, line_offset)}: column {series.name!r} ({field}) is empty")
     dtype = series.dtype
+    if dtype.is_nested() or dtype == pl.Boolean:
+        raise DataError(f"{source}: column {series.name!r} ({field}) has type {dtype}; ids must be integers or strings")
     if dtype.is_integer():
         if dtype == pl.UInt64 and series.max() >= 2**63:
             return series.cast(pl.String)
@@ -128,13 +130,20 @@ def _times(series: pl.Series, source: str, line_offset: int | None) -> pl.Series
     dtype = series.dtype
     if dtype == pl.String:
         try:
-            series = series.str.to_datetime(strict=True)
+            parsed = series.str.to_datetime(strict=True)
         except pl.exceptions.PolarsError:
+            # Report the first value that does not parse (with the format inferred from the others).
+            try:
+                bad = _first_null(series.str.to_datetime(strict=False))
+            except pl.exceptions.PolarsError:  # no date format fits any value
+                bad = 0
+            where = _where(source, bad, line_offset) if bad is not None else source
+            example = series[bad] if bad is not None else series[0]
             raise DataError(
-                f"{source}: column {series.name!r} (data.time_col) holds text that is not a date/time, "
-                f"e.g. {series[0]!r}; use numbers or ISO dates"
+                f"{where}: column {series.name!r} (data.time_col) holds {example!r}, which is not a "
+                "date/time like the other values; use numbers or ISO dates"
             ) from None
-        dtype = series.dtype
+        series, dtype = parsed, parsed.dtype
     if dtype.is_integer() or dtype.is_temporal():
         # Dates and datetimes sort by their physical integer (days / time units since the epoch).
         return series.to_physical().cast(pl.Int64)
