@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -70,7 +71,7 @@ def main() -> None:
         "name": name,
         "config": str(config_path),
         "overrides": args.overrides,
-        "machine": f"{platform.machine()} {platform.processor() or ''}, {torch.get_num_threads()} torch threads".strip(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores (threads per run: see overrides; torch default {torch.get_num_threads()})",
         "torch": torch.__version__,
         "seeds": args.seeds,
         "test_mean_std": summary,
