@@ -34,6 +34,13 @@ class Attention(Protocol):
     ) -> tuple[Tensor, AttentionWeights | None]: ...
 
 
+def head_size(hidden_size: int, num_heads: int) -> int:
+    """Width of one head; the heads must split the width evenly."""
+    if hidden_size % num_heads:
+        raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
+    return hidden_size // num_heads
+
+
 # A builder receives the model config, the block's index and its refinement part.
 AttentionBuilder = Callable[["ModelConfig", int, nn.Module], nn.Module]
 ATTENTIONS: Registry[AttentionBuilder] = Registry("attention")

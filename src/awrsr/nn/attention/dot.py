@@ -7,7 +7,7 @@ import math
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights
+from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
 
@@ -24,10 +24,8 @@ class DotProductAttention(nn.Module):
         fused: bool = True,
     ) -> None:
         super().__init__()
-        if hidden_size % num_heads:
-            raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
         self.num_heads = num_heads
-        self.head_size = hidden_size // num_heads
+        self.head_size = head_size(hidden_size, num_heads)
         self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
         self.output = nn.Linear(hidden_size, hidden_size)
         self.attn_dropout = attn_dropout

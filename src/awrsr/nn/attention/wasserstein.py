@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights
+from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
 from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances
@@ -35,10 +35,8 @@ class WassersteinAttention(nn.Module):
 
     def __init__(self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement) -> None:
         super().__init__()
-        if hidden_size % num_heads:
-            raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
         self.num_heads = num_heads
-        self.head_size = hidden_size // num_heads
+        self.head_size = head_size(hidden_size, num_heads)
         self.mean_qkv = nn.Linear(hidden_size, 3 * hidden_size)
         self.cov_qkv = nn.Linear(hidden_size, 3 * hidden_size)
         self.mean_output = nn.Linear(hidden_size, hidden_size)
