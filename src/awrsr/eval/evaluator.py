@@ -49,6 +49,11 @@ def build_eval_batches(
     return batches
 
 
+def mask_items(scores: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
+    """A copy of ``scores`` (B, I) with -inf at each (row, col): items that may not be ranked."""
+    return scores.index_put((rows, cols), torch.tensor(float("-inf"), device=scores.device, dtype=scores.dtype))
+
+
 @torch.no_grad()
 def rank_batch(model: NextItemScorer, batch: EvalBatch) -> Tensor:
     """Pessimistic rank (B,) of each target among all items, seen items filtered when the batch
@@ -56,7 +61,7 @@ def rank_batch(model: NextItemScorer, batch: EvalBatch) -> Tensor:
     scores = model.score_next(batch.input_ids).float()  # (B, I)
     if batch.seen_rows.numel():
         target_scores = scores.gather(1, batch.target_cols[:, None])
-        scores = scores.index_put((batch.seen_rows, batch.seen_cols), torch.tensor(float("-inf")))
+        scores = mask_items(scores, batch.seen_rows, batch.seen_cols)
         scores.scatter_(1, batch.target_cols[:, None], target_scores)
     return pessimistic_ranks(scores, batch.target_cols)
 

@@ -11,6 +11,7 @@ from torch import nn
 
 from awrsr.data import Sequences, Vocabulary
 from awrsr.errors import ConfigError, UnknownItemError
+from awrsr.eval import mask_items
 from awrsr.infer.artifact import load_artifact
 
 
@@ -60,7 +61,7 @@ class Recommender:
         scores = self.model.score_next(torch.from_numpy(rows.to_padded(self.max_len)))  # (B, I)
         if exclude_seen:
             seen_rows = torch.from_numpy(np.repeat(np.arange(len(encoded)), lengths))
-            scores = scores.index_put((seen_rows, torch.from_numpy(rows.items - 1)), torch.tensor(float("-inf")))
+            scores = mask_items(scores, seen_rows, torch.from_numpy(rows.items - 1))
         k = min(k, scores.shape[1])
         top_scores, top_cols = scores.topk(k, dim=1)
         results = []
