@@ -37,6 +37,10 @@ def main() -> None:
     parser.add_argument("config")
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43])
     parser.add_argument("--name", help="result name (default: the config's file stem and parent)")
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue each seed's run from its last checkpoint (e.g. with a larger budget after --)",
+    )
     argv = sys.argv[1:]
     split_at = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split_at])
@@ -49,7 +53,8 @@ def main() -> None:
     for seed in args.seeds:
         run_dir = ROOT / "runs" / "bench" / f"{name}-seed{seed}"
         metrics_file = run_dir / "metrics.json"
-        if metrics_file.is_file():
+        resumable = args.resume and (run_dir / "checkpoints" / "last.ckpt").is_file()
+        if metrics_file.is_file() and not resumable:
             console.print(f"[dim]seed {seed}: reusing {run_dir}[/dim]")
             metrics = json.loads(metrics_file.read_text())
         else:
@@ -58,7 +63,7 @@ def main() -> None:
                 "--output_dir", str(run_dir), *args.overrides,
             ])
             started = time.perf_counter()
-            metrics = fit(**cfg, console=console).metrics
+            metrics = fit(**{**cfg, "resume": resumable}, console=console).metrics
             console.print(f"seed {seed}: {time.perf_counter() - started:.0f} s")
         runs.append({"seed": seed, "run_dir": str(run_dir.relative_to(ROOT)), **metrics})
 

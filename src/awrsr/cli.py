@@ -30,6 +30,7 @@ def fit(
     train: TrainConfig = TrainConfig(),
     evaluation: EvalConfig = EvalConfig(),
     output_dir: str = "runs/latest",
+    resume: bool = False,
 ) -> None:
     """Train a model, select it on validation, score the test set once and save the artifact.
 
@@ -39,10 +40,12 @@ def fit(
         train: loss, optimiser, early stopping, seed.
         evaluation: metric cut-offs and the seen-item filter.
         output_dir: the run directory; it becomes the saved artifact.
+        resume: continue the run in output_dir from its last checkpoint (same config; only the
+            budget train.max_epochs/max_time/patience/val_every and machine options may change).
     """
     from awrsr import workflows
 
-    workflows.fit(data, model, train, evaluation, output_dir)
+    workflows.fit(data, model, train, evaluation, output_dir, resume=resume)
 
 
 def evaluate(

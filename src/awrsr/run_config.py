@@ -17,7 +17,7 @@ from awrsr.errors import ConfigError
 
 def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     """The keyword arguments of ``awrsr.workflows.fit`` (data, model, train, evaluation,
-    output_dir) from command-line style ``args`` such as ``["--config", "x.yaml", "--train.seed", "1"]``."""
+    output_dir, resume) from command-line style ``args`` such as ``["--config", "x.yaml", "--train.seed", "1"]``."""
     from awrsr.cli import fit
 
     parser = ArgumentParser(exit_on_error=False)
@@ -28,4 +28,4 @@ def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     except ArgumentError as err:
         raise ConfigError(f"{' '.join(args)}: {err}") from None
     init = parser.instantiate_classes(namespace)
-    return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir")}
+    return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir", "resume")}

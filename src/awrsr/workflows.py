@@ -15,6 +15,7 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -25,12 +26,17 @@ from awrsr.data import (
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
-from awrsr.infer.artifact import load_artifact, save_artifact
+from awrsr.infer.artifact import CONFIG_FILE, load_artifact, save_artifact
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.train import TrainConfig, train_model
 
 
 TEST_RANKS_FILE = "test_ranks.npy"
+# What may change when a run is resumed: the stopping budget, the machine, where the data lives.
+RESUMABLE_CHANGES = {
+    "train": {"max_epochs", "max_time", "patience", "val_every", "progress_bar", "num_threads", "accelerator"},
+    "data": {"path"},
+}
 
 
 @dataclass
@@ -80,9 +86,12 @@ def print_results(console: Console, columns: dict[str, dict[str, float]], ks: li
 
 def fit(
     data: DataConfig, model: ModelConfig, train: TrainConfig, evaluation: EvalConfig,
-    output_dir: str | Path, frame: Any = None, console: Console | None = None,
+    output_dir: str | Path, frame: Any = None, console: Console | None = None, resume: bool = False,
 ) -> FitResult:
-    """Train ``model`` on ``data``, select by validation, score the test set once, save the artifact."""
+    """Train ``model`` on ``data``, select by validation, score the test set once, save the artifact.
+
+    ``resume`` continues the run in ``output_dir`` from its last checkpoint; the configuration must be
+    the one it was started with, except for the fields in ``RESUMABLE_CHANGES``."""
     console = console or Console()
     valid_names = metric_names(evaluation.ks)
     if train.monitor not in valid_names:
@@ -93,7 +102,15 @@ def fit(
     if train.num_threads:
         torch.set_num_threads(train.num_threads)
     run_dir = Path(output_dir)
+    config = {
+        "data": asdict(data), "model": asdict(model), "train": asdict(train),
+        "evaluation": asdict(evaluation),
+    }
+    if resume:
+        check_resumable(run_dir, config)
     run_dir.mkdir(parents=True, exist_ok=True)
+    # Written now, so that an interrupted run knows what it was; the artifact rewrites it at the end.
+    (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
 
     dataset = load_sequence_data(data, frame=frame)
     print_stats(dataset.stats, dataset.fingerprint, console=console)
@@ -112,7 +129,7 @@ def fit(
     net = build_model(model, dataset.num_items)
     if train.loss == "stosa" and not hasattr(net, "item_vectors"):
         raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
-    outcome = train_model(net, split, train, evaluation, model.max_len, run_dir)
+    outcome = train_model(net, split, train, evaluation, model.max_len, run_dir, resume=resume)
 
     started = time.perf_counter()
     evaluators = {
@@ -146,10 +163,6 @@ def fit(
         "seed": train.seed,
         "code_version": code_version(),
     }
-    config = {
-        "data": asdict(data), "model": asdict(model), "train": asdict(train),
-        "evaluation": asdict(evaluation),
-    }
     save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net, metrics=metrics)
     # Per-user test ranks, for NDCG@N curves and per-user comparisons (users in split order).
     np.save(run_dir / TEST_RANKS_FILE, ranks["test"].numpy().astype(np.int32))
@@ -165,6 +178,35 @@ def fit(
     )
     console.print(f"saved to {run_dir}  ({outcome.epochs_trained} epochs, {outcome.train_seconds:.1f} s)")
     return FitResult(run_dir, metrics)
+
+
+def check_resumable(run_dir: Path, config: dict[str, dict[str, Any]]) -> None:
+    """A run may only be continued with the configuration it was started with (budget aside)."""
+    stored_path = run_dir / CONFIG_FILE
+    if not stored_path.is_file():
+        raise ArtifactError(f"{stored_path}: missing; {run_dir} is not a run that can be resumed")
+    try:
+        stored = yaml.safe_load(stored_path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ArtifactError(f"{stored_path}: not valid YAML ({err})") from None
+    changed = [
+        f"{section}.{key} ({stored.get(section, {}).get(key)!r} -> {value!r})"
+        for section, values in config.items()
+        for key, value in values.items()
+        if key not in RESUMABLE_CHANGES.get(section, ())
+        and _plain(stored.get(section, {}).get(key)) != _plain(value)
+    ]
+    if changed:
+        raise ConfigError(
+            f"cannot resume {run_dir} with another configuration: {', '.join(changed)}; only "
+            + ", ".join(f"{s}.{k}" for s, keys in RESUMABLE_CHANGES.items() for k in sorted(keys))
+            + " may change"
+        )
+
+
+def _plain(value: Any) -> Any:
+    """Compare YAML-loaded and in-memory values alike (tuples load back as lists)."""
+    return yaml.safe_load(yaml.safe_dump(value))
 
 
 def evaluate(

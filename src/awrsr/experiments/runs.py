@@ -13,6 +13,7 @@ from rich.console import Console
 from awrsr.errors import ArtifactError, ConfigError
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 from awrsr.run_config import load_fit_config
+from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT
 
 
 def option_args(options: dict[str, Any]) -> list[str]:
@@ -40,7 +41,8 @@ RESOLVED_SECTIONS = ("data", "model", "train", "evaluation")
 def run_or_reuse(config: str, options: dict[str, Any], run_dir: Path, console: Console) -> dict[str, Any]:
     """Metrics of the fit of ``config`` with ``options`` in ``run_dir``. A finished run (its
     metrics.json exists) is never trained again, but only if it was made with exactly this
-    configuration; a directory holding another configuration's run is an error."""
+    configuration; a directory holding another configuration's run is an error. An interrupted
+    run (a checkpoint but no metrics) continues from its last checkpoint."""
     from awrsr.workflows import fit
 
     args = ["--config", config, *option_args(options), "--train.progress_bar", "false", "--output_dir", str(run_dir)]
@@ -60,7 +62,10 @@ def run_or_reuse(config: str, options: dict[str, Any], run_dir: Path, console: C
                 "use another output_dir"
             )
         return json.loads(metrics_file.read_text())
-    return fit(**resolved, console=console).metrics
+    resume = (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file()
+    if resume:
+        console.print(f"[dim]{run_dir}: continuing the interrupted run from its last checkpoint[/dim]")
+    return fit(**{**resolved, "resume": resume}, console=console).metrics
 
 
 def known_keys() -> set[str]:

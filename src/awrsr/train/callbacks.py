@@ -6,14 +6,33 @@ import time
 
 import lightning as L
 import torch
+from lightning.pytorch.callbacks import EarlyStopping
 
 
 class EpochTimer(L.Callback):
-    """Logs the wall time of each training epoch and of each validation."""
+    """Logs the wall time of each training epoch and of each validation, and keeps the run's total
+    training time in its checkpoint state so that a resumed run reports the time of all sessions."""
 
     def __init__(self) -> None:
         self.train_seconds: list[float] = []
         self._started = 0.0
+        self._earlier_sessions_s = 0.0
+        self._fit_started = time.perf_counter()
+
+    @property
+    def elapsed_seconds(self) -> float:
+        """Training wall time so far, earlier sessions of a resumed run included."""
+        return self._earlier_sessions_s + time.perf_counter() - self._fit_started
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._fit_started = time.perf_counter()
+
+    def state_dict(self) -> dict:
+        return {"train_seconds": list(self.train_seconds), "elapsed_seconds": self.elapsed_seconds}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.train_seconds = list(state_dict["train_seconds"])
+        self._earlier_sessions_s = float(state_dict["elapsed_seconds"])
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._started = time.perf_counter()
@@ -31,6 +50,22 @@ class EpochTimer(L.Callback):
             pl_module.log("time/validation_s", time.perf_counter() - self._val_started)
 
 
+class ResumableEarlyStopping(EarlyStopping):
+    """Early stopping that keeps the patience it was configured with when a run resumes (Lightning
+    would restore the checkpoint's), so that a run stopped too early can be continued with more."""
+
+    @property
+    def state_key(self) -> str:
+        # Lightning keys callback state by class name; keep EarlyStopping's so both load each other's.
+        return f"EarlyStopping{repr({'monitor': self.monitor, 'mode': self.mode})}"
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        patience = self.patience
+        super().load_state_dict(state_dict)
+        self.patience = patience
+        self.stopped_epoch = 0
+
+
 class GradientNorm(L.Callback):
     """Logs the global L2 norm of the gradients before each optimiser step, averaged per epoch
     (the AWRSR paper's Figure 5)."""
@@ -40,3 +75,19 @@ class GradientNorm(L.Callback):
         if grads:
             norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
             pl_module.log("train/grad_norm", norm, on_step=False, on_epoch=True)
+
+
+class RandomState(L.Callback):
+    """Keeps torch's random generator state (dropout, negative sampling) in every checkpoint, so a
+    resumed run draws what the uninterrupted run would have drawn."""
+
+    def state_dict(self) -> dict:
+        state = {"cpu": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        torch.set_rng_state(state_dict["cpu"])
+        if "cuda" in state_dict and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state_dict["cuda"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import lightning as L
 import polars as pl
 import torch
-from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from torch import nn
 from torch.utils.data import DataLoader
@@ -21,12 +20,14 @@ from awrsr.data import LeaveOneOutSplit
 from awrsr.errors import AwrsrError
 from awrsr.eval import EvalConfig, build_eval_batches
 from awrsr.train.batches import training_loader
-from awrsr.train.callbacks import EpochTimer, GradientNorm
+from awrsr.train.callbacks import EpochTimer, GradientNorm, RandomState, ResumableEarlyStopping
 from awrsr.train.config import TrainConfig
 from awrsr.train.module import SequentialRecommenderModule
 
 LOG_FILE = "metrics.csv"  # Lightning's CSVLogger: train and validation rows apart
 HISTORY_FILE = "history.csv"  # one row per epoch, merged from LOG_FILE
+CHECKPOINT_DIR = "checkpoints"
+LAST_CHECKPOINT = "last.ckpt"  # written at every validation; what a resumed run continues from
 
 
 @dataclass
@@ -47,28 +48,39 @@ def quiet_lightning() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
     warnings.filterwarnings("ignore", ".*LeafSpec.*")
+    # Resuming reuses the run directory on purpose; earlier epochs' log rows are kept by train_model.
+    warnings.filterwarnings("ignore", ".*directory .* exists and is not empty.*")
 
 
 def train_model(
     model: nn.Module, split: LeaveOneOutSplit, train: TrainConfig, evaluation: EvalConfig,
-    max_len: int, run_dir: Path,
+    max_len: int, run_dir: Path, resume: bool = False,
 ) -> TrainingOutcome:
     """Fit ``model`` on ``split.train``, select the epoch with the best validation ``train.monitor``
-    and leave those weights in ``model``. The test cases are not touched here."""
+    and leave those weights in ``model``. The test cases are not touched here.
+
+    With ``resume``, training continues from ``run_dir/checkpoints/last.ckpt`` (weights, optimiser,
+    early-stopping and best-checkpoint state) up to the budget in ``train``; the epoch log keeps the
+    earlier epochs up to that checkpoint."""
     quiet_lightning()
-    checkpoint_dir = run_dir / "checkpoints"
-    shutil.rmtree(checkpoint_dir, ignore_errors=True)  # a stale "best" must never be picked up
-    for stale in (LOG_FILE, HISTORY_FILE):
-        (run_dir / stale).unlink(missing_ok=True)
+    checkpoint_dir = run_dir / CHECKPOINT_DIR
+    resume_from = checkpoint_dir / LAST_CHECKPOINT
+    earlier_log = None
+    if resume:
+        earlier_log = earlier_epochs_log(run_dir / LOG_FILE, checkpoint_epochs(resume_from))
+    else:
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)  # a stale "best" must never be picked up
+        for stale in (LOG_FILE, HISTORY_FILE):
+            (run_dir / stale).unlink(missing_ok=True)
 
     monitor = f"val/{train.monitor}"
     checkpoint = ModelCheckpoint(
         dirpath=checkpoint_dir, filename="best", monitor=monitor, mode="max", save_top_k=1,
-        enable_version_counter=False,
+        save_last=True, enable_version_counter=False,
     )
     timer = EpochTimer()
-    early_stopping = EarlyStopping(monitor=monitor, mode="max", patience=train.patience)
-    callbacks = [checkpoint, timer, GradientNorm(), early_stopping]
+    early_stopping = ResumableEarlyStopping(monitor=monitor, mode="max", patience=train.patience)
+    callbacks = [checkpoint, timer, GradientNorm(), early_stopping, RandomState()]
     trainer = L.Trainer(
         max_epochs=train.max_epochs,
         max_time=train.max_time,
@@ -90,13 +102,15 @@ def train_model(
         weight_decay=train.weight_decay, ks=evaluation.ks, pvn_weight=train.pvn_weight,
     )
     val_batches = build_eval_batches(split.valid, max_len, evaluation.batch_size, evaluation.filter_seen)
-    started = time.perf_counter()
     trainer.fit(
         module,
         train_dataloaders=training_loader(split.train, max_len, train.batch_size, train.seed),
         val_dataloaders=DataLoader(val_batches, batch_size=None),
+        ckpt_path=resume_from if resume else None,
     )
-    train_seconds = time.perf_counter() - started
+    if earlier_log is not None:  # Lightning's logger starts the file afresh
+        log = pl.read_csv(run_dir / LOG_FILE) if (run_dir / LOG_FILE).is_file() else None
+        pl.concat([earlier_log, log] if log is not None else [earlier_log], how="diagonal_relaxed").write_csv(run_dir / LOG_FILE)
 
     if not checkpoint.best_model_path:
         raise AwrsrError(
@@ -113,11 +127,29 @@ def train_model(
             "early stopping" if early_stopping.stopped_epoch
             else "max_epochs" if trainer.current_epoch >= train.max_epochs else "max_time"
         ),
-        train_seconds=train_seconds,
+        train_seconds=timer.elapsed_seconds,
         epoch_seconds=timer.train_seconds,
         device=trainer.strategy.root_device,
         history_path=write_epoch_history(run_dir / LOG_FILE, run_dir / HISTORY_FILE),
     )
+
+
+def checkpoint_epochs(path: Path) -> int:
+    """How many epochs the Lightning checkpoint at ``path`` has completed (a clear error if none)."""
+    if not path.is_file():
+        raise AwrsrError(f"{path}: no checkpoint to resume from (was this run started by awrsr fit?)")
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True)["epoch"]) + 1
+    except Exception as err:  # a truncated or foreign file: say which, not torch's unpickling trace
+        raise AwrsrError(f"{path}: not a readable training checkpoint ({type(err).__name__}: {err})") from None
+
+
+def earlier_epochs_log(log_path: Path, epochs: int) -> pl.DataFrame | None:
+    """The log rows of the first ``epochs`` epochs (later rows were written after the checkpoint
+    a run resumes from, and will be logged again)."""
+    if not log_path.is_file():
+        return None
+    return pl.read_csv(log_path).filter(pl.col("epoch") < epochs)
 
 
 def write_epoch_history(log_path: Path, history_path: Path) -> Path:
