@@ -96,7 +96,7 @@ def test_scores_cover_every_item_and_match_score_items(name, attention, refine):
     with torch.no_grad():
         scores = model.score_next(ids)
         assert scores.shape == (3, model.num_items)
-        hidden = model(ids)[:, -1]
+        hidden = model.next_hidden(ids)
         items = torch.tensor([[1, 5, 20]] * 3)
         assert torch.allclose(model.score_items(hidden, items), scores[:, [0, 4, 19]], atol=1e-5)
 

@@ -47,6 +47,15 @@ class SequenceBackbone(nn.Module):
     def forward(self, input_ids: Tensor) -> Tensor:
         return self.encode(input_ids)[0]
 
+    def training_example(self, inputs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+        """What one training step feeds the model and scores: by default next-item prediction,
+        ``inputs`` = seq[:-1] and ``targets`` = seq[1:] (B, n). Other objectives (Cloze) override."""
+        return inputs, targets
+
+    def next_hidden(self, input_ids: Tensor) -> Tensor:
+        """The hidden state (B, k) that scores the item following each history (B, n)."""
+        return self.forward(input_ids)[:, -1]
+
     def score_next(self, input_ids: Tensor) -> Tensor:
         """Scores (B, num_items) of the next item after each history in ``input_ids`` (B, n)."""
-        return self.score_all(self.forward(input_ids)[:, -1])
+        return self.score_all(self.next_hidden(input_ids))

@@ -13,7 +13,7 @@ class ModelConfig:
     registered parts by name.
 
     Args:
-        name: backbone: sasrec | stosa.
+        name: backbone: sasrec | stosa | bert4rec.
         max_len: maximum history length n the model reads (the last n items).
         hidden_size: width d (per stream for STOSA).
         num_heads: attention heads; must divide hidden_size.
@@ -21,7 +21,8 @@ class ModelConfig:
         inner_size: feed-forward width; None means hidden_size (SASRec).
         dropout: dropout on embeddings, residual branches and the feed-forward network.
         attn_dropout: dropout on attention weights; None means dropout.
-        attention: attention mechanism: dot (SASRec) | wasserstein (STOSA).
+        attention: attention mechanism: dot (SASRec, BERT4Rec) | wasserstein (STOSA) | positional
+            (PARec; FPARec with positional_rank) | average | linear | exponential (fixed patterns).
         refine: attention-weight refinement: none | simp | value | add | stoc (STOSA only).
         fused_attention: use F.scaled_dot_product_attention when weights are neither refined nor requested.
         refine_per_head: one set of n x n refinement matrices per head instead of one per layer.
@@ -30,6 +31,11 @@ class ModelConfig:
         refine_blocks: 0-based blocks to refine; None refines every block.
         refine_value_form: M_value form: causal (default) or literal (the paper's eq. 3, bidirectional backbones only).
         norm_eps: LayerNorm epsilon.
+        position_embedding: add learned position embeddings; None means yes unless the attention
+            encodes positions itself (positional and the fixed patterns: PARec has none).
+        positional_rank: attention positional: None learns the full n x n matrix (PARec), k factorises
+            it as R1 R2^T with R1, R2 of n x k (FPARec).
+        mask_prob: bert4rec: probability that Cloze training replaces a real item by [mask].
     """
 
     name: str = "sasrec"
@@ -50,6 +56,9 @@ class ModelConfig:
     refine_blocks: list[int] | None = None  # 0-based blocks to refine; None -> every block
     refine_value_form: Literal["causal", "literal"] = "causal"  # M_value: causal form or the paper's eq. 3
     norm_eps: float = 1e-8
+    position_embedding: bool | None = None  # None -> on unless the attention encodes positions
+    positional_rank: int | None = None  # positional attention: None -> full n x n (PARec), k -> FPARec
+    mask_prob: float = 0.2  # bert4rec: Cloze masking probability
 
     def __post_init__(self) -> None:
         for field_name in ("max_len", "hidden_size", "num_heads", "num_blocks"):
@@ -73,6 +82,10 @@ class ModelConfig:
                 raise ConfigError(
                     f"model.refine_blocks {bad} out of range: blocks are 0..{self.num_blocks - 1}"
                 )
+        if self.positional_rank is not None and self.positional_rank < 1:
+            raise ConfigError(f"model.positional_rank must be >= 1 (or null for PARec's full matrix), got {self.positional_rank}")
+        if not 0.0 < self.mask_prob < 1.0:
+            raise ConfigError(f"model.mask_prob must be in (0, 1), got {self.mask_prob}")
         if self.inner_size is not None and self.inner_size < 1:
             raise ConfigError(f"model.inner_size must be >= 1, got {self.inner_size}")
         # Imported here: the registries import this module for type hints.

@@ -21,6 +21,10 @@ def build_attention(cfg: ModelConfig, block_index: int, *, causal: bool, stochas
             f"backbone {cfg.name!r} is causal (use refine_value_form: causal)"
         )
     attention = ATTENTIONS.get(cfg.attention)(cfg, block_index, refinement)
+    if getattr(attention, "needs_causal", False) and not causal:
+        raise ConfigError(
+            f"model.attention {cfg.attention!r} is defined for causal backbones only; {cfg.name!r} is bidirectional"
+        )
     is_stochastic = getattr(attention, "stochastic", False)
     if is_stochastic != stochastic:
         needed = "a stochastic attention (model.attention: wasserstein)" if stochastic else "a deterministic attention (e.g. model.attention: dot)"

@@ -36,7 +36,7 @@ class SASRec(SequenceBackbone):
 
     def item_weights(self) -> Tensor:
         """The output embeddings (num_items, d) of items 1..I, shared with the input (SASRec)."""
-        return self.embedding.items.weight[1:]
+        return self.embedding.items.weight[1 : self.num_items + 1]  # not padding, not extra tokens
 
     def score_all(self, hidden: Tensor) -> Tensor:
         """Scores (..., num_items) of every real item; column j is item index j + 1."""
@@ -47,13 +47,21 @@ class SASRec(SequenceBackbone):
         return (self.embedding.items(items) * hidden.unsqueeze(-2)).sum(-1)
 
 
-@MODELS.register("sasrec")
-def build_sasrec(cfg: ModelConfig, num_items: int) -> SASRec:
-    blocks = [
+def wants_position_embedding(cfg: ModelConfig, blocks: list[TransformerBlock]) -> bool:
+    """As configured; by default yes unless the attention encodes positions itself (PARec)."""
+    if cfg.position_embedding is not None:
+        return cfg.position_embedding
+    return not any(getattr(block.attention, "encodes_position", False) for block in blocks)
+
+
+def transformer_blocks(cfg: ModelConfig, *, causal: bool, activation: str = "relu") -> list[TransformerBlock]:
+    """The configured blocks of a single-stream backbone (SASRec, BERT4Rec)."""
+    return [
         TransformerBlock(
-            attention=build_attention(cfg, i, causal=SASRec.causal, stochastic=False),
+            attention=build_attention(cfg, i, causal=causal, stochastic=False),
             feed_forward=PointWiseFeedForward(
-                hidden_size=cfg.hidden_size, inner_size=cfg.effective_inner_size, dropout=cfg.dropout
+                hidden_size=cfg.hidden_size, inner_size=cfg.effective_inner_size, dropout=cfg.dropout,
+                activation=activation,
             ),
             hidden_size=cfg.hidden_size,
             dropout=cfg.dropout,
@@ -61,11 +69,17 @@ def build_sasrec(cfg: ModelConfig, num_items: int) -> SASRec:
         )
         for i in range(cfg.num_blocks)
     ]
+
+
+@MODELS.register("sasrec")
+def build_sasrec(cfg: ModelConfig, num_items: int) -> SASRec:
+    blocks = transformer_blocks(cfg, causal=SASRec.causal)
     model = SASRec(
         num_items=num_items,
         max_len=cfg.max_len,
         embedding=ItemPositionEmbedding(
-            num_items=num_items, max_len=cfg.max_len, hidden_size=cfg.hidden_size, dropout=cfg.dropout
+            num_items=num_items, max_len=cfg.max_len, hidden_size=cfg.hidden_size, dropout=cfg.dropout,
+            positions=wants_position_embedding(cfg, blocks),
         ),
         blocks=blocks,
         final_norm=nn.LayerNorm(cfg.hidden_size, eps=cfg.norm_eps),

@@ -14,22 +14,29 @@ class ItemPositionEmbedding(nn.Module):
     Item index 0 is padding and embeds to zeros. Positions are counted back from the most recent
     slot (0 = the last item), so a history gets the same embeddings whatever the amount of left
     padding; in a window of exactly max_len this is SASRec's embedding with its rows reversed.
-    Padded positions are zeroed by the model after this layer.
+    Padded positions are zeroed by the model after this layer. Without ``positions`` (PARec, whose
+    attention encodes positions itself) only the scaled item embeddings remain. ``extra_tokens``
+    adds rows after the items (BERT4Rec's [mask] is index num_items + 1).
     """
 
-    def __init__(self, *, num_items: int, max_len: int, hidden_size: int, dropout: float) -> None:
+    def __init__(
+        self, *, num_items: int, max_len: int, hidden_size: int, dropout: float, positions: bool = True,
+        extra_tokens: int = 0,
+    ) -> None:
         super().__init__()
-        self.items = nn.Embedding(num_items + 1, hidden_size, padding_idx=0)
-        self.positions = nn.Embedding(max_len, hidden_size)
+        self.max_len = max_len
+        self.items = nn.Embedding(num_items + 1 + extra_tokens, hidden_size, padding_idx=0)
+        self.positions = nn.Embedding(max_len, hidden_size) if positions else None
         self.dropout = nn.Dropout(dropout)
         self.scale = math.sqrt(hidden_size)
 
     def forward(self, input_ids: Tensor) -> Tensor:
         n = input_ids.shape[1]
-        if n > self.positions.num_embeddings:
-            raise ValueError(f"input window {n} is longer than the model's max_len {self.positions.num_embeddings}")
-        positions = torch.arange(n - 1, -1, -1, device=input_ids.device)  # distance from the last slot
-        x = self.items(input_ids) * self.scale + self.positions(positions)  # (B, n, d)
+        if n > self.max_len:
+            raise ValueError(f"input window {n} is longer than the model's max_len {self.max_len}")
+        x = self.items(input_ids) * self.scale  # (B, n, d)
+        if self.positions is not None:
+            x = x + self.positions(torch.arange(n - 1, -1, -1, device=input_ids.device))  # distance from the last slot
         return self.dropout(x)
 
 

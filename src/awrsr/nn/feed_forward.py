@@ -6,13 +6,14 @@ from torch import Tensor, nn
 
 
 class PointWiseFeedForward(nn.Module):
-    """FFN(x) = ReLU(x W1 + b1) W2 + b2, with dropout after the activation (SASRec)."""
+    """FFN(x) = act(x W1 + b1) W2 + b2, with dropout after the activation: ReLU in SASRec, GELU in
+    BERT4Rec."""
 
-    def __init__(self, *, hidden_size: int, inner_size: int, dropout: float) -> None:
+    def __init__(self, *, hidden_size: int, inner_size: int, dropout: float, activation: str = "relu") -> None:
         super().__init__()
         self.net = nn.Sequential(
             nn.Linear(hidden_size, inner_size),
-            nn.ReLU(),
+            {"relu": nn.ReLU, "gelu": nn.GELU}[activation](),
             nn.Dropout(dropout),
             nn.Linear(inner_size, hidden_size),
         )

@@ -1,0 +1,59 @@
+"""The fixed attention patterns of the FPARec ablation (Appendix B of
+papers/parec-fparec-positional-attention.txt): weights that are not learned at all, row-normalised
+over the allowed keys. For query i and key j <= i:
+
+- average:     a_ij = 1                (every earlier item counts the same)
+- linear:      a_ij = j                (linear annealing: recent items count more)
+- exponential: a_ij = exp(j - i)       (exponential annealing)
+
+Positions are counted along the user's own history (1 = its first item), so that the weights do
+not depend on the amount of left padding. For ``exponential`` only differences j - i matter.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from awrsr.nn.attention.base import ATTENTIONS
+from awrsr.nn.attention.positional import PositionWeightedValues
+from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.refine.base import Refinement
+
+# Pattern logits log(a_ij) from the history positions of queries (.., n, 1) and keys (.., 1, n).
+PATTERNS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+    "average": lambda query, key: torch.zeros_like(query * key),
+    "linear": lambda query, key: torch.log(key).expand_as(query * key),
+    "exponential": lambda query, key: key - query,
+}
+
+
+class FixedPatternAttention(PositionWeightedValues):
+    needs_causal = True  # the patterns are defined for keys j <= i only
+
+    def __init__(self, *, pattern: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.pattern = pattern
+
+    def weights(self, mask: AttentionMask) -> Tensor:
+        # 1-based position of each slot within its history; padded slots get 1 and are masked anyway.
+        position = mask.real.cumsum(dim=1).clamp(min=1).float()  # (B, n)
+        logits = PATTERNS[self.pattern](position[:, :, None], position[:, None, :])  # (B, n, n)
+        # The softmax of log-weights is the row normalisation a_ij / sum_j a_ij over allowed keys.
+        weights = masked_softmax(logits.unsqueeze(1), mask.allowed)  # (B, 1, n, n)
+        return weights.expand(-1, self.num_heads, -1, -1)
+
+
+def _register(pattern: str) -> None:
+    @ATTENTIONS.register(pattern)
+    def build(cfg, block_index: int, refinement: Refinement) -> FixedPatternAttention:
+        return FixedPatternAttention(
+            pattern=pattern, hidden_size=cfg.hidden_size, num_heads=cfg.num_heads,
+            attn_dropout=cfg.effective_attn_dropout, refinement=refinement,
+        )
+
+
+for _pattern in PATTERNS:
+    _register(_pattern)

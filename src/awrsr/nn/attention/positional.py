@@ -1,0 +1,93 @@
+"""Positional attention (PARec / FPARec, §3 of papers/parec-fparec-positional-attention.txt):
+the weights depend on positions only, softmax(R / sqrt(d)) under the mask, with a learned
+n x n matrix R per layer (PARec) or its factorisation R1 R2^T of rank k (FPARec). There are no
+queries or keys; the values are V = x W_V.
+
+R is indexed by window slot; the backbone always pads histories to max_len, so slot n-1 is the
+most recent item whatever the history's length, and the weights do not depend on the padding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
+from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.refine.base import Refinement
+
+
+class PositionWeightedValues(nn.Module):
+    """What position-only attentions share: per-head weights from ``position_logits`` or
+    ``position_weights``, refined, dropped out and multiplied into V = x W_V (heads concatenated).
+    Subclasses give the weights; they declare ``encodes_position`` so the backbone leaves out its
+    position embedding unless asked."""
+
+    encodes_position = True
+
+    def __init__(self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_size = head_size(hidden_size, num_heads)
+        self.value = nn.Linear(hidden_size, hidden_size)
+        self.attn_dropout = attn_dropout
+        self.refinement = refinement
+
+    def weights(self, mask: AttentionMask) -> Tensor:  # pragma: no cover - abstract
+        """(B or 1, h, n, n) attention weights; masked entries 0, rows summing to 1 over allowed keys."""
+        raise NotImplementedError
+
+    def forward(
+        self, x: Tensor, mask: AttentionMask, need_weights: bool = False
+    ) -> tuple[Tensor, AttentionWeights | None]:
+        B, n, d = x.shape
+        v = self.value(x).view(B, n, self.num_heads, self.head_size).transpose(1, 2)  # (B, h, n, d_h)
+        base = self.weights(mask).expand(B, -1, -1, -1)  # (B, h, n, n)
+        refined = self.refinement(base, mask)
+        out = F.dropout(refined, self.attn_dropout, self.training) @ v  # (B, h, n, d_h)
+        weights = AttentionWeights(base=base, refined=refined) if need_weights else None
+        return out.transpose(1, 2).reshape(B, n, d), weights
+
+
+class PositionalAttention(PositionWeightedValues):
+    """softmax(R / sqrt(d)) with R learned (PARec) or R = R1 R2^T of rank ``rank`` (FPARec); one R
+    per head (the paper uses one head, hence one R per layer)."""
+
+    def __init__(self, *, max_len: int, rank: int | None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.max_len = max_len
+        self.rank = rank
+        self.scale = 1.0 / math.sqrt(self.head_size * self.num_heads)  # the paper's 1/sqrt(d)
+        h = self.num_heads
+        if rank is None:
+            self.relation = nn.Parameter(torch.empty(h, max_len, max_len))
+            nn.init.xavier_normal_(self.relation)
+        else:
+            self.left = nn.Parameter(torch.empty(h, max_len, rank))
+            self.right = nn.Parameter(torch.empty(h, max_len, rank))
+            nn.init.xavier_normal_(self.left)
+            nn.init.xavier_normal_(self.right)
+
+    def position_logits(self) -> Tensor:
+        """R (h, n, n) before scaling."""
+        if self.rank is None:
+            return self.relation
+        return self.left @ self.right.transpose(-2, -1)
+
+    def weights(self, mask: AttentionMask) -> Tensor:
+        n = mask.allowed.shape[-1]
+        if n != self.max_len:
+            raise ValueError(f"positional attention needs windows of exactly max_len={self.max_len}, got {n}")
+        logits = self.position_logits() * self.scale  # (h, n, n)
+        return masked_softmax(logits.unsqueeze(0), mask.allowed)  # (B, h, n, n)
+
+
+@ATTENTIONS.register("positional")
+def build_positional_attention(cfg, block_index: int, refinement: Refinement) -> PositionalAttention:
+    return PositionalAttention(
+        max_len=cfg.max_len, rank=cfg.positional_rank, hidden_size=cfg.hidden_size, num_heads=cfg.num_heads,
+        attn_dropout=cfg.effective_attn_dropout, refinement=refinement,
+    )

@@ -1,0 +1,71 @@
+"""BERT4Rec: Cloze masking, bidirectional attention, [mask]-appended inference."""
+
+import pytest
+import torch
+from rich.console import Console
+
+from awrsr.errors import ConfigError
+from awrsr.models import ModelConfig, build_model
+
+
+def _bert(**overrides):
+    values = dict(name="bert4rec", max_len=6, hidden_size=8, num_heads=2, num_blocks=2, dropout=0.0, mask_prob=0.3)
+    values.update(overrides)
+    torch.manual_seed(0)
+    return build_model(ModelConfig(**values), num_items=10)
+
+
+def test_cloze_masks_only_real_items_and_scores_only_masked_ones():
+    model = _bert()
+    sequences = torch.tensor([[0, 0, 0, 4, 5, 6], [1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 9]]).repeat(500, 1)
+    torch.manual_seed(1)
+    inputs, targets = model.training_example(torch.zeros_like(sequences), sequences)
+    masked = inputs == model.mask_id
+    assert not (masked & (sequences == 0)).any()  # padding is never masked
+    assert torch.equal(inputs[~masked], sequences[~masked])  # the rest is left as it was
+    assert torch.equal(targets[masked], sequences[masked]) and (targets[~masked] == 0).all()
+    assert masked.any(dim=1).all()  # every row has something to predict
+    real = sequences > 0
+    rate = masked[:, :-1][real[:, :-1]].float().mean()  # the last slot is forced at times
+    assert abs(rate - 0.3) < 0.03
+
+
+def test_attention_is_bidirectional():
+    model = _bert().eval()
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    changed = ids.clone()
+    changed[0, -1] = 9
+    with torch.no_grad():
+        assert not torch.allclose(model(ids)[0, 0], model(changed)[0, 0])
+
+
+def test_next_item_is_read_at_an_appended_mask():
+    model = _bert().eval()
+    with torch.no_grad():
+        full = torch.tensor([[1, 2, 3, 4, 5, 6]])
+        expected = model(torch.tensor([[2, 3, 4, 5, 6, model.mask_id]]))[:, -1]
+        assert torch.allclose(model.next_hidden(full), expected)
+        short = torch.tensor([[0, 0, 4, 5]])
+        expected = model(torch.tensor([[0, 0, 0, 4, 5, model.mask_id]]))[:, -1]
+        assert torch.allclose(model.next_hidden(short), expected, atol=1e-6)
+        assert model.score_next(full).shape == (1, 10)  # [mask] is never a candidate
+
+
+def test_the_literal_value_refinement_is_allowed_only_where_attention_is_bidirectional():
+    build_model(ModelConfig(name="bert4rec", refine="value", refine_value_form="literal", max_len=6), num_items=5)
+    with pytest.raises(ConfigError, match="causal"):
+        build_model(ModelConfig(name="sasrec", refine="value", refine_value_form="literal", max_len=6), num_items=5)
+
+
+def test_bert4rec_with_refinement_fits_beats_popularity_and_recommends(tmp_path):
+    from awrsr.infer import Recommender
+    from awrsr.workflows import fit
+
+    from conftest import tiny_run_config
+
+    cfg = tiny_run_config(tmp_path / "bert", max_epochs=12)
+    cfg["model"] = ModelConfig(name="bert4rec", refine="simp", max_len=20, hidden_size=32, num_heads=2, dropout=0.1, mask_prob=0.3)
+    result = fit(**cfg, console=Console(quiet=True))
+    assert result.metrics["test"]["ndcg@10"] > result.metrics["popularity"]["test"]["ndcg@10"] + 0.1
+    top = Recommender.load(result.run_dir).recommend([1, 2, 3], k=4)
+    assert len(top) == 4 and not {r.item for r in top} & {1, 2, 3}

@@ -1,0 +1,90 @@
+"""PARec / FPARec positional attention and the fixed patterns, against hand-worked weights."""
+
+import math
+
+import pytest
+import torch
+from rich.console import Console
+
+from awrsr.errors import ConfigError
+from awrsr.models import ModelConfig, build_model
+from awrsr.nn.attention.fixed import FixedPatternAttention
+from awrsr.nn.masks import AttentionMask
+from awrsr.nn.refine.none import NoRefinement
+
+
+def _tiny(attention: str, **overrides):
+    values = dict(attention=attention, max_len=6, hidden_size=8, num_heads=1, num_blocks=2, dropout=0.0)
+    values.update(overrides)
+    torch.manual_seed(0)
+    return build_model(ModelConfig(**values), num_items=10).eval()
+
+
+def test_parec_weights_are_the_masked_softmax_of_its_matrix():
+    model = _tiny("positional")
+    attention = model.blocks[0].attention
+    ids = torch.tensor([[0, 0, 0, 4, 5, 6]])
+    _, weights = model.encode(ids, need_weights=True)
+    R = attention.relation[0].detach() / math.sqrt(8)
+    row = torch.softmax(R[5, 3:], dim=0)  # the last query sees the three real keys
+    assert torch.allclose(weights[0].base[0, 0, 5, 3:], row, atol=1e-6)
+    assert torch.equal(weights[0].base[0, 0, 5, :3], torch.zeros(3))
+
+
+def test_fparec_factorises_the_matrix_with_2kn_parameters_per_layer():
+    parec, fparec = _tiny("positional"), _tiny("positional", positional_rank=2)
+    attention = fparec.blocks[0].attention
+    assert attention.left.shape == attention.right.shape == (1, 6, 2)
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(parec) - count(fparec) == 2 * (6 * 6 - 2 * 6 * 2)
+    assert torch.allclose(attention.position_logits(), attention.left @ attention.right.transpose(-2, -1))
+
+
+def test_position_embedding_is_left_out_for_positional_attention_unless_asked():
+    assert _tiny("positional").embedding.positions is None
+    assert _tiny("linear").embedding.positions is None
+    assert _tiny("dot").embedding.positions is not None
+    assert _tiny("positional", position_embedding=True).embedding.positions is not None
+    assert _tiny("dot", position_embedding=False).embedding.positions is None
+
+
+@pytest.mark.parametrize(
+    "pattern,expected",
+    [
+        ("average", [1 / 3, 1 / 3, 1 / 3]),
+        ("linear", [1 / 6, 2 / 6, 3 / 6]),
+        ("exponential", [math.exp(-2) / (math.exp(-2) + math.exp(-1) + 1), math.exp(-1) / (math.exp(-2) + math.exp(-1) + 1), 1 / (math.exp(-2) + math.exp(-1) + 1)]),
+    ],
+)
+def test_fixed_patterns_by_hand_whatever_the_padding(pattern, expected):
+    attention = FixedPatternAttention(pattern=pattern, hidden_size=4, num_heads=1, attn_dropout=0.0, refinement=NoRefinement())
+    for ids in (torch.tensor([[7, 8, 9]]), torch.tensor([[0, 0, 7, 8, 9]])):
+        weights = attention.weights(AttentionMask.build(ids, causal=True))[0, 0]
+        assert torch.allclose(weights[-1, -3:], torch.tensor(expected), atol=1e-6)
+        # one query earlier: the same pattern over its two keys
+        assert torch.allclose(weights[-2, -3:-1], torch.tensor(expected[:2]) / sum(expected[:2]), atol=1e-6)
+        assert weights[:-3].abs().sum() == 0  # padded queries attend to nothing
+
+
+def test_fixed_patterns_are_refused_on_a_bidirectional_backbone():
+    with pytest.raises(ConfigError, match="causal backbones only"):
+        build_model(ModelConfig(name="bert4rec", attention="linear"), num_items=5)
+
+
+def test_positional_rank_must_be_positive():
+    with pytest.raises(ConfigError, match="model.positional_rank"):
+        ModelConfig(attention="positional", positional_rank=0)
+
+
+def test_fparec_fits_beats_popularity_and_recommends(tmp_path):
+    from awrsr.infer import Recommender
+    from awrsr.workflows import fit
+
+    from conftest import tiny_run_config
+
+    cfg = tiny_run_config(tmp_path / "fparec")
+    cfg["model"] = ModelConfig(attention="positional", positional_rank=4, max_len=20, hidden_size=32, num_blocks=2, dropout=0.1)
+    result = fit(**cfg, console=Console(quiet=True))
+    assert result.metrics["test"]["ndcg@10"] > result.metrics["popularity"]["test"]["ndcg@10"] + 0.1
+    top = Recommender.load(result.run_dir).recommend([1, 2, 3], k=4)
+    assert len(top) == 4 and not {r.item for r in top} & {1, 2, 3}
