@@ -152,6 +152,7 @@ def compare(
     key: str = "model.refine",
     base: str = "none",
     set: Optional[List[str]] = None,
+    variants_file: Optional[str] = None,
 ) -> None:
     """Train the base and each variant with the same hyper-parameters over several seeds, and
     write the paper's Table 2 layout (mean ± std, improvement %, paired p-value) as Markdown/CSV.
@@ -164,11 +165,14 @@ def compare(
         key: the config key that differs between variants.
         base: the value of `key` for the base model.
         set: extra fixed options for every run, as key=value.
+        variants_file: YAML mapping of named variants to their options (e.g. configs/compare/models.yaml);
+            replaces variants and key; the base is the entry named `base`, else the first.
     """
-    from awrsr.experiments.compare import run_compare
+    from awrsr.experiments.compare import load_variants_file, run_compare
     from awrsr.experiments.runs import parse_sets
 
-    run_compare(base_config, variants, seeds, output_dir, key=key, base=base, extra=parse_sets(set))
+    chosen = load_variants_file(variants_file) if variants_file else variants
+    run_compare(base_config, chosen, seeds, output_dir, key=key, base=base, extra=parse_sets(set))
 
 
 def plot(directory: str, output_dir: Optional[str] = None, user: Optional[int] = None) -> None:

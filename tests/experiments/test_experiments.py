@@ -100,3 +100,24 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     files = draw_figures(tmp_path)
     assert {f.name for f in files} >= {"valid_ndcg5.png", "grad_norm.png", "ndcg_at_n.png", "attention_add.png"}
     assert all(f.stat().st_size > 1000 for f in files)
+
+
+def test_compare_named_variants_from_a_file(base_config, tmp_path):
+    from awrsr.experiments.compare import load_variants_file
+
+    variants_path = tmp_path / "models.yaml"
+    variants_path.write_text(
+        "sasrec: {}\n"
+        "fparec: {model.attention: positional, model.positional_rank: 2}\n"
+        "bert4rec+simp: {model.name: bert4rec, model.refine: simp}\n"
+    )
+    table = run_compare(base_config, load_variants_file(variants_path), [1, 2], tmp_path / "out", extra=parse_sets(TINY), console=QUIET)
+    assert list(table) == ["sasrec", "fparec", "bert4rec+simp"]  # the first entry is the base
+    assert math.isnan(table["sasrec"]["ndcg@5"].improvement)
+    assert not math.isnan(table["fparec"]["ndcg@5"].improvement)
+    stored = (tmp_path / "out" / "bert4rec+simp" / "seed-1" / "config.yaml").read_text()
+    assert "bert4rec" in stored and "refine: simp" in stored
+    assert "| model |" in (tmp_path / "out" / "table.md").read_text()
+    variants_path.write_text("- not a mapping\n")
+    with pytest.raises(ConfigError, match="models.yaml"):
+        load_variants_file(variants_path)

@@ -8,10 +8,13 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
+
+import yaml
 
 from rich.console import Console
 
+from awrsr.errors import ConfigError
 from awrsr.experiments.runs import run_or_reuse
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 
@@ -27,28 +30,56 @@ class Cell:
     p_value: float  # paired over seeds against the base (nan for the base)
 
 
+def variant_options(
+    variants: Sequence[str] | Mapping[str, Mapping[str, Any]], key: str, base: str
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The base's name and each variant's options, base first. ``variants`` is either values of
+    ``key`` (``["simp", "value"]`` -> ``{"simp": {key: "simp"}, ...}``, base ``{key: base}``) or
+    named option sets (``{"fparec": {"model.attention": "positional", ...}}``), whose base is
+    ``base`` if named there and the first entry otherwise."""
+    if isinstance(variants, Mapping):
+        if not variants:
+            raise ConfigError("the variants file names no variant")
+        named = {str(name): dict(options or {}) for name, options in variants.items()}
+        base = base if base in named else next(iter(named))
+        return base, {base: named[base], **named}
+    return base, {name: {key: name} for name in [base, *[v for v in variants if v != base]]}
+
+
+def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
+    """A YAML mapping of variant names to option sets (see configs/compare/)."""
+    try:
+        variants = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: cannot read the variants file ({err})") from None
+    if not isinstance(variants, dict) or not all(isinstance(o, dict) or o is None for o in variants.values()):
+        raise ConfigError(f"{path}: expected a mapping of variant names to option mappings, e.g. parec: {{model.attention: positional}}")
+    return variants
+
+
 def run_compare(
-    config: str, variants: Sequence[str], seeds: Sequence[int], output_dir: str | Path,
-    key: str = "model.refine", base: str = "none", extra: dict[str, Any] | None = None,
-    console: Console | None = None,
+    config: str, variants: Sequence[str] | Mapping[str, Mapping[str, Any]], seeds: Sequence[int],
+    output_dir: str | Path, key: str = "model.refine", base: str = "none",
+    extra: dict[str, Any] | None = None, console: Console | None = None,
 ) -> dict[str, dict[str, Cell]]:
-    """Train ``base`` and every variant (values of ``key``) for every seed, then tabulate.
+    """Train the base and every variant for every seed, then tabulate (see ``variant_options``).
 
     Run directories are ``output_dir/<variant>/seed-<seed>``; finished runs are reused, so an
     interrupted comparison resumes where it stopped.
     """
     console = console or Console()
     output_dir = Path(output_dir)
-    names = [base, *[v for v in variants if v != base]]
+    base, options = variant_options(variants, key, base)
+    label = "model" if isinstance(variants, Mapping) else key
     records = []
-    for name in names:
+    for name, variant in options.items():
         for seed in seeds:
             run_dir = output_dir / name / f"seed-{seed}"
-            console.rule(f"{key}={name}, seed {seed}")
-            metrics = run_or_reuse(config, {**(extra or {}), key: name, "train.seed": seed}, run_dir, console)
+            console.rule(f"{name}, seed {seed}")
+            metrics = run_or_reuse(config, {**(extra or {}), **variant, "train.seed": seed}, run_dir, console)
             records.append({"variant": name, "seed": seed, "run_dir": str(run_dir), "metrics": metrics})
     table = tabulate(records, base)
-    write_outputs(records, table, output_dir, key)
+    write_outputs(records, table, output_dir, label)
     console.print((output_dir / "table.md").read_text())
     return table
 

@@ -1,0 +1,28 @@
+"""Every shipped config parses and builds its model; every shipped variants file names known options."""
+
+from pathlib import Path
+
+import pytest
+
+from awrsr.experiments.compare import load_variants_file
+from awrsr.experiments.runs import known_keys, option_args
+from awrsr.models import build_model
+from awrsr.run_config import load_fit_config
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+FIT_CONFIGS = sorted(p for p in CONFIGS.glob("*/*.yaml") if p.parent.name not in ("search", "compare"))
+
+
+@pytest.mark.parametrize("path", FIT_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fit_config_parses_and_builds(path):
+    cfg = load_fit_config(["--config", str(path)])
+    build_model(cfg["model"], num_items=30)
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("compare/*.yaml")), ids=lambda p: p.name)
+def test_variants_file_names_known_options_that_build(path):
+    keys = known_keys()
+    for name, options in load_variants_file(path).items():
+        assert set(options or {}) <= keys, name
+        cfg = load_fit_config(["--config", str(CONFIGS / "sasrec" / "beauty.yaml"), *option_args(options or {})])
+        build_model(cfg["model"], num_items=30)
