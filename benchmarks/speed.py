@@ -4,11 +4,14 @@
     python benchmarks/speed.py --datasets ml-1m --precision 32-true --profile
     python benchmarks/speed.py --datasets ml-1m --precision 32-true --max-len 50 200 \
         --refinements none simp value add            # the cost of each refinement
+    python benchmarks/speed.py --datasets beauty --precision 32-true \
+        --variants-file configs/compare/neighbours.yaml   # every model: parameters, epoch, inference
 
 The training epoch runs the same model and loss code as `awrsr fit` (d=64, 2 blocks, 1 head,
-full softmax CE, batch 128, dropout 0.2) over every batch of the real data once; the evaluation
-ranks every test user's target against all items with seen items filtered. Results go to
-benchmarks/results/speed.json and speed.md.
+full softmax CE, batch 128, dropout 0.2) over every batch of the real data once (each model's own
+training example: Cloze for BERT4Rec); the evaluation ranks every test user's target against all
+items with seen items filtered, and its rate is the inference speed in users per second (AC-TSR's
+Table 2 layout). Results go to benchmarks/results/speed.json and speed.md.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ def train_epoch_seconds(model, loader, precision: str, max_steps: int | None) ->
     steps, started = 0, time.perf_counter()
     for inputs, targets in loader:
         opt.zero_grad(set_to_none=True)
+        inputs, targets = model.training_example(inputs, targets)
         with autocast:
             loss = loss_fn(model, model(inputs), targets)
         loss.backward()
@@ -71,6 +75,15 @@ def profile_step(model, loader, precision: str) -> str:
     return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12)
 
 
+def model_options(name: str, options: dict | None) -> dict:
+    """``{"model.attention": "positional"}`` -> ``{"attention": "positional"}``; only model options
+    change what is timed here."""
+    other = [key for key in options or {} if not key.startswith("model.")]
+    if other:
+        raise SystemExit(f"variant {name!r}: only model.* options can be timed, got {other}")
+    return {key.removeprefix("model."): value for key, value in (options or {}).items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
@@ -80,7 +93,16 @@ def main() -> None:
     parser.add_argument("--output", help="result file stem under benchmarks/results (default: speed)")
     parser.add_argument("--refinements", nargs="+", default=["none"], help="model.refine values to time")
     parser.add_argument("--max-len", type=int, nargs="+", default=None, help="windows to time (default: the dataset's)")
+    parser.add_argument(
+        "--variants-file", help="YAML of named model variants (configs/compare/*.yaml); replaces --refinements",
+    )
     args = parser.parse_args()
+    if args.variants_file:
+        from awrsr.experiments.compare import load_variants_file
+
+        variants = {name: model_options(name, options) for name, options in load_variants_file(args.variants_file).items()}
+    else:
+        variants = {refine: {"refine": refine} for refine in args.refinements}
 
     rows = []
     for name in args.datasets:
@@ -91,9 +113,9 @@ def main() -> None:
             loader = training_loader(split.train, max_len, batch_size=128, seed=0)
             evaluator = FullRankingEvaluator(split.test, max_len, batch_size=256)
             for precision in args.precision:
-                for refine in args.refinements:
+                for variant, options in variants.items():
                     torch.manual_seed(0)
-                    cfg = ModelConfig(max_len=max_len, hidden_size=64, num_blocks=2, dropout=0.2, refine=refine)
+                    cfg = ModelConfig(**{"max_len": max_len, "hidden_size": 64, "num_blocks": 2, "dropout": 0.2, **options})
                     model = build_model(cfg, dataset.num_items)
                     epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps)
                     started = time.perf_counter()
@@ -101,8 +123,10 @@ def main() -> None:
                     eval_s = time.perf_counter() - started
                     row = {
                         "dataset": name, "users": dataset.num_users, "items": dataset.num_items, "max_len": max_len,
-                        "refine": refine, "precision": precision, "batches": len(loader), "timed_batches": steps,
+                        "model": variant, "parameters": sum(p.numel() for p in model.parameters()),
+                        "precision": precision, "batches": len(loader), "timed_batches": steps,
                         "train_epoch_s": round(epoch_s, 2), "eval_all_users_s": round(eval_s, 2),
+                        "inference_users_per_s": round(len(split.test.targets) / eval_s, 1),
                     }
                     rows.append(row)
                     print(json.dumps(row), flush=True)
@@ -112,11 +136,12 @@ def main() -> None:
     machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
     md = [
         f"Machine: {machine}. d=64, 2 blocks, 1 head, full CE, batch 128.", "",
-        "| dataset | n | refine | precision | batches/epoch | s / training epoch | s / full-ranking eval (all users) |",
-        "|---|---|---|---|---|---|---|",
+        "| dataset | n | model | parameters | precision | batches/epoch | s / training epoch | s / full-ranking eval (all users) | inference (users/s) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     md += [
-        f"| {r['dataset']} | {r['max_len']} | {r['refine']} | {r['precision']} | {r['batches']} | {r['train_epoch_s']:.1f} | {r['eval_all_users_s']:.2f} |"
+        f"| {r['dataset']} | {r['max_len']} | {r['model']} | {r['parameters'] / 1e6:.3f}M | {r['precision']} | {r['batches']} "
+        f"| {r['train_epoch_s']:.1f} | {r['eval_all_users_s']:.2f} | {r['inference_users_per_s']:,.0f} |"
         for r in rows
     ]
     out = ROOT / "benchmarks" / "results"
