@@ -107,7 +107,9 @@ def fit(
         "evaluation": asdict(evaluation),
     }
     if resume:
-        check_resumable(run_dir, config)
+        parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
+        defaults = {name: asdict(type(part)()) for name, part in parts.items()}
+        check_resumable(run_dir, config, defaults)
     run_dir.mkdir(parents=True, exist_ok=True)
     # Written now, so that an interrupted run knows what it was; the artifact rewrites it at the end.
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
@@ -180,8 +182,9 @@ def fit(
     return FitResult(run_dir, metrics)
 
 
-def check_resumable(run_dir: Path, config: dict[str, dict[str, Any]]) -> None:
-    """A run may only be continued with the configuration it was started with (budget aside)."""
+def check_resumable(run_dir: Path, config: dict[str, Any], defaults: dict[str, Any]) -> None:
+    """A run may only be continued with the configuration it was started with (budget aside).
+    A field the stored config lacks (added to awrsr since) must keep its default from ``defaults``."""
     stored_path = run_dir / CONFIG_FILE
     if not stored_path.is_file():
         raise ArtifactError(f"{stored_path}: missing; {run_dir} is not a run that can be resumed")
@@ -189,13 +192,15 @@ def check_resumable(run_dir: Path, config: dict[str, dict[str, Any]]) -> None:
         stored = yaml.safe_load(stored_path.read_text()) or {}
     except yaml.YAMLError as err:
         raise ArtifactError(f"{stored_path}: not valid YAML ({err})") from None
-    changed = [
-        f"{section}.{key} ({stored.get(section, {}).get(key)!r} -> {value!r})"
-        for section, values in config.items()
-        for key, value in values.items()
-        if key not in RESUMABLE_CHANGES.get(section, ())
-        and _plain(stored.get(section, {}).get(key)) != _plain(value)
-    ]
+    changed = []
+    for section, values in config.items():
+        before = stored.get(section) or {}
+        for key, value in values.items():
+            if key in RESUMABLE_CHANGES.get(section, ()):
+                continue
+            reference = before[key] if key in before else defaults[section].get(key)
+            if _plain(reference) != _plain(value):
+                changed.append(f"{section}.{key} ({reference!r} -> {value!r})")
     if changed:
         raise ConfigError(
             f"cannot resume {run_dir} with another configuration: {', '.join(changed)}; only "

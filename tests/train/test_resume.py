@@ -36,3 +36,19 @@ def test_resume_refuses_another_configuration_and_a_missing_checkpoint(tmp_path)
     (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"truncated")
     with pytest.raises(AwrsrError, match="last.ckpt: not a readable training checkpoint"):
         fit(**tiny_run_config(run_dir, max_epochs=2), console=QUIET, resume=True)
+
+
+def test_a_run_saved_before_a_config_field_existed_resumes_with_its_default(tmp_path):
+    import yaml
+
+    run_dir = tmp_path / "run"
+    fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+    stored = yaml.safe_load((run_dir / "config.yaml").read_text())
+    del stored["model"]["mask_prob"]  # as if written by an older awrsr
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(stored))
+    fit(**tiny_run_config(run_dir, max_epochs=2), console=QUIET, resume=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(stored))
+    cfg = tiny_run_config(run_dir, max_epochs=3)
+    cfg["model"].mask_prob = 0.5
+    with pytest.raises(ConfigError, match="model.mask_prob"):
+        fit(**cfg, console=QUIET, resume=True)

@@ -22,7 +22,8 @@ class ModelConfig:
         dropout: dropout on embeddings, residual branches and the feed-forward network.
         attn_dropout: dropout on attention weights; None means dropout.
         attention: attention mechanism: dot (SASRec, BERT4Rec) | wasserstein (STOSA) | positional
-            (PARec; FPARec with positional_rank) | average | linear | exponential (fixed patterns).
+            (PARec; FPARec with positional_rank) | average | linear | exponential (fixed patterns)
+            | calibrated (AC-TSR; docs/ac-tsr.md).
         refine: attention-weight refinement: none | simp | value | add | stoc (STOSA only).
         fused_attention: use F.scaled_dot_product_attention when weights are neither refined nor requested.
         refine_per_head: one set of n x n refinement matrices per head instead of one per layer.
@@ -36,6 +37,8 @@ class ModelConfig:
         positional_rank: attention positional: None learns the full n x n matrix (PARec), k factorises
             it as R1 R2^T with R1, R2 of n x k (FPARec).
         mask_prob: bert4rec: probability that Cloze training replaces a real item by [mask].
+        ac_lite: attention calibrated: train with AC-TSR's calibrators but serve (eval mode) with plain
+            softmax(QK^T/sqrt(d_h)) attention, at SASRec's cost (AC-SASRec-lite).
     """
 
     name: str = "sasrec"
@@ -59,6 +62,8 @@ class ModelConfig:
     position_embedding: bool | None = None  # None -> on unless the attention encodes positions
     positional_rank: int | None = None  # positional attention: None -> full n x n (PARec), k -> FPARec
     mask_prob: float = 0.2  # bert4rec: Cloze masking probability
+    # AC-TSR
+    ac_lite: bool = False  # calibrated attention: serve without the calibrators (AC-SASRec-lite)
 
     def __post_init__(self) -> None:
         for field_name in ("max_len", "hidden_size", "num_heads", "num_blocks"):
@@ -86,6 +91,10 @@ class ModelConfig:
             raise ConfigError(f"model.positional_rank must be >= 1 (or null for PARec's full matrix), got {self.positional_rank}")
         if not 0.0 < self.mask_prob < 1.0:
             raise ConfigError(f"model.mask_prob must be in (0, 1), got {self.mask_prob}")
+        if not isinstance(self.ac_lite, bool):
+            raise ConfigError(f"model.ac_lite must be true or false, got {self.ac_lite!r}")
+        if self.ac_lite and self.attention != "calibrated":
+            raise ConfigError(f"model.ac_lite only applies to model.attention: calibrated, not {self.attention!r}")
         if self.inner_size is not None and self.inner_size < 1:
             raise ConfigError(f"model.inner_size must be >= 1, got {self.inner_size}")
         # Imported here: the registries import this module for type hints.

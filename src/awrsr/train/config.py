@@ -31,6 +31,8 @@ class TrainConfig:
         precision: 32-true or bf16-mixed (bfloat16 training matmuls; evaluation stays float32).
         progress_bar: show Lightning's progress bar.
         num_threads: torch CPU threads; None keeps torch's default.
+        adversarial_alpha: model.attention calibrated (AC-TSR): weight alpha of the perturbation-mask
+            norm L_norm in the perturbation network's objective -L_P + alpha L_norm (eq. 20; docs/ac-tsr.md).
     """
 
     loss: str = "ce"  # bce (SASRec paper) | ce (full softmax, "SASRec+") | sampled_softmax | stosa
@@ -51,6 +53,8 @@ class TrainConfig:
     precision: Literal["32-true", "bf16-mixed"] = "32-true"
     progress_bar: bool = True
     num_threads: int | None = None  # torch CPU threads; None -> torch's default
+    # AC-TSR
+    adversarial_alpha: float = 0.1  # calibrated attention: weight of the mask norm (eq. 20); the paper gives no value
 
     def __post_init__(self) -> None:
         from awrsr.nn.losses import LOSSES
@@ -82,6 +86,8 @@ class TrainConfig:
             raise ConfigError(f"train.weight_decay must be >= 0, got {self.weight_decay}")
         if self.num_threads is not None and self.num_threads < 1:
             raise ConfigError(f"train.num_threads must be >= 1, got {self.num_threads}")
+        if not self.adversarial_alpha >= 0:
+            raise ConfigError(f"train.adversarial_alpha must be >= 0, got {self.adversarial_alpha}")
 
     @property
     def effective_num_negatives(self) -> int:

@@ -1,4 +1,8 @@
-"""The generic Lightning wrapper: one training step, full-ranking validation, the optimiser."""
+"""The generic Lightning wrapper: one training step, full-ranking validation, the optimiser.
+
+A model with calibrated attention (AC-TSR) trains adversarially instead, with two optimisers
+(``adversarial_step``); every other model keeps Lightning's automatic optimisation.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from awrsr.eval import EvalBatch, rank_batch, ranking_metrics
+from awrsr.nn.attention.calibrated import mask_norm, perturbation_parameters, perturbed
 from awrsr.nn.losses import LOSSES
 
 
@@ -15,7 +20,7 @@ class SequentialRecommenderModule(L.LightningModule):
 
     def __init__(
         self, model: nn.Module, *, loss: str, num_negatives: int, lr: float, weight_decay: float,
-        ks: list[int], pvn_weight: float = 0.0,
+        ks: list[int], pvn_weight: float = 0.0, adversarial_alpha: float = 0.1,
     ) -> None:
         super().__init__()
         self.model = model
@@ -26,14 +31,52 @@ class SequentialRecommenderModule(L.LightningModule):
         self.weight_decay = weight_decay
         self.ks = list(ks)
         self._val_ranks: list[Tensor] = []
+        # AC-TSR: theta^P (the perturbation network) and theta (everything else) train apart.
+        self.adversarial_alpha = adversarial_alpha
+        self._perturbation_params = perturbation_parameters(model)
+        if self._perturbation_params:
+            self.automatic_optimization = False
 
-    def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
-        inputs, targets = batch  # (B, n), (B, n)
-        loss = self.loss_fn(
+    def _loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
+        return self.loss_fn(
             self.model, self.model(inputs), targets, num_negatives=self.num_negatives, pvn_weight=self.pvn_weight
         )
+
+    def _recommender_params(self) -> list[nn.Parameter]:
+        perturbation = {id(p) for p in self._perturbation_params}
+        return [p for p in self.model.parameters() if id(p) not in perturbation]
+
+    def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
+        inputs, targets = self.model.training_example(*batch)  # (B, n), (B, n)
+        if not self.automatic_optimization:
+            return self.adversarial_step(inputs, targets)
+        loss = self._loss(inputs, targets)
         self.log("train/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=inputs.shape[0])
         return loss
+
+    def adversarial_step(self, inputs: Tensor, targets: Tensor) -> Tensor:
+        """AC-TSR's min-max step (eqs. 18-22; docs/ac-tsr.md): the perturbation network theta^P
+        minimises -L_P + alpha L_norm, the recommender theta minimises L_P + L_C, where L_P and L_C
+        are the configured loss with the perturbed and the calibrated weights. Both gradients are
+        taken before either optimiser steps."""
+        perturbation_opt, recommender_opt = self.optimizers()
+        with perturbed(self.model) as masks:
+            loss_p = self._loss(inputs, targets)
+        penalty = mask_norm(masks)
+        loss_c = self._loss(inputs, targets)
+        recommender_loss = loss_p + loss_c
+        perturbation_opt.zero_grad()
+        recommender_opt.zero_grad()
+        adversary_loss = -loss_p + self.adversarial_alpha * penalty
+        self.manual_backward(adversary_loss, inputs=self._perturbation_params, retain_graph=True)
+        self.manual_backward(recommender_loss, inputs=self._recommender_params())
+        perturbation_opt.step()
+        recommender_opt.step()
+        batch_size = inputs.shape[0]
+        self.log("train/loss", recommender_loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=batch_size)
+        for name, value in (("loss_perturbed", loss_p), ("loss_calibrated", loss_c), ("mask_norm", penalty)):
+            self.log(f"train/{name}", value, on_step=False, on_epoch=True, batch_size=batch_size)
+        return recommender_loss.detach()
 
     def validation_step(self, batch: EvalBatch, batch_idx: int) -> None:
         # Score in float32 even under bf16-mixed training: bf16 scores would tie, and ties count
@@ -53,8 +96,13 @@ class SequentialRecommenderModule(L.LightningModule):
             return batch.to(device)
         return super().transfer_batch_to_device(batch, device, dataloader_idx)
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
+    def configure_optimizers(self) -> torch.optim.Optimizer | list[torch.optim.Optimizer]:
         # betas as in SASRec; weight_decay is the L2 penalty the AWRSR grid searches.
-        return torch.optim.Adam(
-            self.model.parameters(), lr=self.lr, betas=(0.9, 0.98), weight_decay=self.weight_decay
-        )
+        adam = dict(lr=self.lr, betas=(0.9, 0.98), weight_decay=self.weight_decay)
+        if self.automatic_optimization:
+            return torch.optim.Adam(self.model.parameters(), **adam)
+        # AC-TSR: [perturbation network theta^P, recommender theta], as adversarial_step unpacks them.
+        return [
+            torch.optim.Adam(self._perturbation_params, **adam),
+            torch.optim.Adam(self._recommender_params(), **adam),
+        ]

@@ -100,6 +100,7 @@ def train_model(
     module = SequentialRecommenderModule(
         model, loss=train.loss, num_negatives=train.effective_num_negatives, lr=train.lr,
         weight_decay=train.weight_decay, ks=evaluation.ks, pvn_weight=train.pvn_weight,
+        adversarial_alpha=train.adversarial_alpha,
     )
     val_batches = build_eval_batches(split.valid, max_len, evaluation.batch_size, evaluation.filter_seen)
     trainer.fit(
