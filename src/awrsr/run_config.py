@@ -8,7 +8,10 @@
 from __future__ import annotations
 
 from argparse import ArgumentError
-from typing import Any, Sequence
+from dataclasses import asdict
+from typing import Any, Mapping, Sequence
+
+import yaml
 
 from jsonargparse import ArgumentParser
 
@@ -29,3 +32,28 @@ def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
         raise ConfigError(f"{' '.join(args)}: {err}") from None
     init = parser.instantiate_classes(namespace)
     return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir", "resume")}
+
+
+def config_differences(
+    stored: Mapping[str, Any], wanted: Mapping[str, Any], ignore: Mapping[str, set[str]] | None = None,
+) -> list[str]:
+    """``"section.key (stored -> wanted)"`` for each field of the config dataclasses in ``wanted``
+    (``{"model": ModelConfig(...), ...}``) that differs from the ``stored`` config.yaml mapping,
+    except those in ``ignore``. A field the stored config lacks (added to awrsr since that run)
+    counts as its default."""
+    changed = []
+    for section, part in wanted.items():
+        before = stored.get(section) or {}
+        defaults = asdict(type(part)())
+        for key, value in asdict(part).items():
+            if key in (ignore or {}).get(section, ()):
+                continue
+            reference = before[key] if key in before else defaults.get(key)
+            if _plain(reference) != _plain(value):
+                changed.append(f"{section}.{key} ({reference!r} -> {value!r})")
+    return changed
+
+
+def _plain(value: Any) -> Any:
+    """Compare YAML-loaded and in-memory values alike (tuples load back as lists)."""
+    return yaml.safe_load(yaml.safe_dump(value))

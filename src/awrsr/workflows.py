@@ -28,6 +28,7 @@ from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
 from awrsr.infer.artifact import CONFIG_FILE, load_artifact, save_artifact
 from awrsr.models import ModelConfig, PopularityModel, build_model
+from awrsr.run_config import config_differences
 from awrsr.train import TrainConfig, train_model
 
 
@@ -107,9 +108,7 @@ def fit(
         "evaluation": asdict(evaluation),
     }
     if resume:
-        parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
-        defaults = {name: asdict(type(part)()) for name, part in parts.items()}
-        check_resumable(run_dir, config, defaults)
+        check_resumable(run_dir, {"data": data, "model": model, "train": train, "evaluation": evaluation})
     run_dir.mkdir(parents=True, exist_ok=True)
     # Written now, so that an interrupted run knows what it was; the artifact rewrites it at the end.
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
@@ -182,9 +181,8 @@ def fit(
     return FitResult(run_dir, metrics)
 
 
-def check_resumable(run_dir: Path, config: dict[str, Any], defaults: dict[str, Any]) -> None:
-    """A run may only be continued with the configuration it was started with (budget aside).
-    A field the stored config lacks (added to awrsr since) must keep its default from ``defaults``."""
+def check_resumable(run_dir: Path, parts: dict[str, Any]) -> None:
+    """A run may only be continued with the configuration it was started with (budget aside)."""
     stored_path = run_dir / CONFIG_FILE
     if not stored_path.is_file():
         raise ArtifactError(f"{stored_path}: missing; {run_dir} is not a run that can be resumed")
@@ -192,26 +190,13 @@ def check_resumable(run_dir: Path, config: dict[str, Any], defaults: dict[str, A
         stored = yaml.safe_load(stored_path.read_text()) or {}
     except yaml.YAMLError as err:
         raise ArtifactError(f"{stored_path}: not valid YAML ({err})") from None
-    changed = []
-    for section, values in config.items():
-        before = stored.get(section) or {}
-        for key, value in values.items():
-            if key in RESUMABLE_CHANGES.get(section, ()):
-                continue
-            reference = before[key] if key in before else defaults[section].get(key)
-            if _plain(reference) != _plain(value):
-                changed.append(f"{section}.{key} ({reference!r} -> {value!r})")
+    changed = config_differences(stored, parts, ignore=RESUMABLE_CHANGES)
     if changed:
         raise ConfigError(
             f"cannot resume {run_dir} with another configuration: {', '.join(changed)}; only "
             + ", ".join(f"{s}.{k}" for s, keys in RESUMABLE_CHANGES.items() for k in sorted(keys))
             + " may change"
         )
-
-
-def _plain(value: Any) -> Any:
-    """Compare YAML-loaded and in-memory values alike (tuples load back as lists)."""
-    return yaml.safe_load(yaml.safe_dump(value))
 
 
 def evaluate(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -12,7 +12,7 @@ from rich.console import Console
 
 from awrsr.errors import ArtifactError, ConfigError
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
-from awrsr.run_config import load_fit_config
+from awrsr.run_config import config_differences, load_fit_config
 from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT
 
 
@@ -50,12 +50,7 @@ def run_or_reuse(config: str, options: dict[str, Any], run_dir: Path, console: C
     metrics_file = run_dir / METRICS_FILE
     if metrics_file.is_file():
         stored = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).is_file() else {}
-        wanted = {k: asdict(resolved[k]) for k in RESOLVED_SECTIONS}
-        differing = [
-            f"{section}.{key}" for section in RESOLVED_SECTIONS
-            for key in sorted(set(wanted[section]) | set((stored or {}).get(section) or {}))
-            if wanted[section].get(key) != ((stored or {}).get(section) or {}).get(key)
-        ]
+        differing = config_differences(stored or {}, {k: resolved[k] for k in RESOLVED_SECTIONS})
         if differing:
             raise ArtifactError(
                 f"{run_dir} holds a finished run of another configuration (differs in {', '.join(differing[:6])}); "
