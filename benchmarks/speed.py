@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from awrsr.data import DataConfig, leave_one_out, load_sequence_data  # noqa: E402
 from awrsr.eval import FullRankingEvaluator  # noqa: E402
 from awrsr.models import ModelConfig, build_model  # noqa: E402
+from awrsr.nn.attention.calibrated import perturbation_parameters  # noqa: E402
 from awrsr.nn.losses import LOSSES  # noqa: E402
+from awrsr.train.module import adversarial_losses  # noqa: E402
 from awrsr.train.batches import training_loader  # noqa: E402
 
 DATASETS = {
@@ -46,13 +48,22 @@ def train_epoch_seconds(model, loader, precision: str, max_steps: int | None) ->
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
     model.train()
+    # AC-TSR trains adversarially: two objectives, two backward passes (as the Lightning module).
+    adversary = perturbation_parameters(model)
+    recommender = [p for p in model.parameters() if all(p is not q for q in adversary)]
     steps, started = 0, time.perf_counter()
-    for inputs, targets in loader:
+    for (sequences,) in loader:
         opt.zero_grad(set_to_none=True)
-        inputs, targets = model.training_example(inputs, targets)
+        inputs, targets = model.training_example(sequences)
         with autocast:
-            loss = loss_fn(model, model(inputs), targets)
-        loss.backward()
+            if adversary:
+                loss = lambda i, t: loss_fn(model, model(i), t)  # noqa: E731
+                recommender_loss, adversary_loss, _ = adversarial_losses(model, loss, inputs, targets, 0.1)
+            else:
+                recommender_loss = loss_fn(model, model(inputs), targets)
+        if adversary:
+            adversary_loss.backward(inputs=adversary, retain_graph=True)
+        recommender_loss.backward(inputs=recommender)
         opt.step()
         steps += 1
         if max_steps and steps >= max_steps:
@@ -65,7 +76,7 @@ def profile_step(model, loader, precision: str) -> str:
     from torch.profiler import ProfilerActivity, profile
 
     loss_fn = LOSSES.get("ce")
-    inputs, targets = next(iter(loader))
+    inputs, targets = model.training_example(next(iter(loader))[0])
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
     model.train()
     with profile(activities=[ProfilerActivity.CPU]) as prof:

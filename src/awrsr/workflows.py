@@ -26,10 +26,11 @@ from awrsr.data import (
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
-from awrsr.infer.artifact import CONFIG_FILE, load_artifact, save_artifact
+from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, load_artifact, save_artifact
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.run_config import config_differences
 from awrsr.train import TrainConfig, train_model
+from awrsr.train.trainer import CHECKPOINT_DIR, RUN_RECORD
 
 
 TEST_RANKS_FILE = "test_ranks.npy"
@@ -107,14 +108,13 @@ def fit(
         "data": asdict(data), "model": asdict(model), "train": asdict(train),
         "evaluation": asdict(evaluation),
     }
-    if resume:
-        check_resumable(run_dir, {"data": data, "model": model, "train": train, "evaluation": evaluation})
-    run_dir.mkdir(parents=True, exist_ok=True)
-    # Written now, so that an interrupted run knows what it was; the artifact rewrites it at the end.
-    (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
+    parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
+    started_with = check_resumable(run_dir, parts) if resume else None
 
     dataset = load_sequence_data(data, frame=frame)
     print_stats(dataset.stats, dataset.fingerprint, console=console)
+    if started_with is not None:
+        _check_fingerprint(started_with, dataset, run_dir)
     split = leave_one_out(dataset)
     if len(split.valid.targets) == 0:
         raise AwrsrError("no user has the 3 interactions leave-one-out needs; nothing to validate on")
@@ -130,7 +130,14 @@ def fit(
     net = build_model(model, dataset.num_items)
     if train.loss == "stosa" and not hasattr(net, "item_vectors"):
         raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
-    outcome = train_model(net, split, train, evaluation, model.max_len, run_dir, resume=resume)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not resume:  # from here the directory holds a new run; a finished one there must not survive half
+        for name in (*REQUIRED_FILES, METRICS_FILE, TEST_RANKS_FILE):
+            (run_dir / name).unlink(missing_ok=True)
+    outcome = train_model(
+        net, split, train, evaluation, model.max_len, run_dir, resume=resume,
+        run_record={**config, "dataset": dataset.fingerprint.to_dict()},
+    )
 
     started = time.perf_counter()
     evaluators = {
@@ -181,11 +188,14 @@ def fit(
     return FitResult(run_dir, metrics)
 
 
-def check_resumable(run_dir: Path, parts: dict[str, Any]) -> None:
-    """A run may only be continued with the configuration it was started with (budget aside)."""
-    stored_path = run_dir / CONFIG_FILE
+def check_resumable(run_dir: Path, parts: dict[str, Any]) -> dict[str, Any]:
+    """The record of the run in ``run_dir`` (its config and data fingerprint), if it may be
+    continued with ``parts``: the configuration it was started with, budget aside."""
+    stored_path = run_dir / CHECKPOINT_DIR / RUN_RECORD
+    if not stored_path.is_file():  # runs started before the record existed
+        stored_path = run_dir / CONFIG_FILE
     if not stored_path.is_file():
-        raise ArtifactError(f"{stored_path}: missing; {run_dir} is not a run that can be resumed")
+        raise ArtifactError(f"{run_dir}: no {CHECKPOINT_DIR}/{RUN_RECORD}; not a run that can be resumed")
     try:
         stored = yaml.safe_load(stored_path.read_text()) or {}
     except yaml.YAMLError as err:
@@ -197,6 +207,7 @@ def check_resumable(run_dir: Path, parts: dict[str, Any]) -> None:
             + ", ".join(f"{s}.{k}" for s, keys in RESUMABLE_CHANGES.items() for k in sorted(keys))
             + " may change"
         )
+    return stored
 
 
 def evaluate(
@@ -245,7 +256,7 @@ def _check_fingerprint(metrics: dict[str, Any] | None, dataset: SequenceData, di
     try:
         expected = Fingerprint.from_dict({k: stored[k] for k in ("users", "items", "interactions", "sha256")})
     except (KeyError, TypeError) as err:
-        raise ArtifactError(f"{directory}/metrics.json: incomplete dataset fingerprint ({err})") from None
+        raise ArtifactError(f"{directory}: incomplete stored dataset fingerprint ({err})") from None
     if expected != dataset.fingerprint:
         raise ArtifactError(
             f"{directory}: the data ({dataset.stats.source}) is not the dataset this model was trained on "

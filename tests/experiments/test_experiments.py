@@ -118,6 +118,10 @@ def test_compare_named_variants_from_a_file(base_config, tmp_path):
     stored = (tmp_path / "out" / "bert4rec+simp" / "seed-1" / "config.yaml").read_text()
     assert "bert4rec" in stored and "refine: simp" in stored
     assert "| model |" in (tmp_path / "out" / "table.md").read_text()
+    variants_path.write_text("sasrec: {}\nbert-linear: {model.name: bert4rec, model.attention: linear}\n")
+    with pytest.raises(ConfigError, match="variant 'bert-linear'"):
+        run_compare(base_config, load_variants_file(variants_path), [1], tmp_path / "never", extra=parse_sets(TINY), console=QUIET)
+    assert not (tmp_path / "never").exists()  # nothing trained
     variants_path.write_text("- not a mapping\n")
     with pytest.raises(ConfigError, match="models.yaml"):
         load_variants_file(variants_path)

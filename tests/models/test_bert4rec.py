@@ -19,7 +19,7 @@ def test_cloze_masks_only_real_items_and_scores_only_masked_ones():
     model = _bert()
     sequences = torch.tensor([[0, 0, 0, 4, 5, 6], [1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 9]]).repeat(500, 1)
     torch.manual_seed(1)
-    inputs, targets = model.training_example(torch.zeros_like(sequences), sequences)
+    inputs, targets = model.training_example(torch.nn.functional.pad(sequences, (1, 0)))  # n + 1 wide
     masked = inputs == model.mask_id
     assert not (masked & (sequences == 0)).any()  # padding is never masked
     assert torch.equal(inputs[~masked], sequences[~masked])  # the rest is left as it was
@@ -69,3 +69,8 @@ def test_bert4rec_with_refinement_fits_beats_popularity_and_recommends(tmp_path)
     assert result.metrics["test"]["ndcg@10"] > result.metrics["popularity"]["test"]["ndcg@10"] + 0.1
     top = Recommender.load(result.run_dir).recommend([1, 2, 3], k=4)
     assert len(top) == 4 and not {r.item for r in top} & {1, 2, 3}
+
+
+def test_bert4rec_needs_room_for_the_mask():
+    with pytest.raises(ConfigError, match="max_len must be >= 2 for bert4rec"):
+        _bert(max_len=1)

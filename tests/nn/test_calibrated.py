@@ -259,7 +259,9 @@ def _fit_one_batch(model, alpha: float = 0.3, precision: str = "32-true"):
         max_epochs=1, limit_val_batches=0, logger=False, enable_checkpointing=False, enable_progress_bar=False,
         enable_model_summary=False, callbacks=[recorder, GradientNorm()], accelerator="cpu", precision=precision,
     )
-    loader = torch.utils.data.DataLoader([(HISTORIES, _targets(HISTORIES))], batch_size=None)
+    # One batch of training windows (n + 1 items): inputs HISTORIES, next items _targets(HISTORIES).
+    windows = torch.cat([HISTORIES, torch.full((len(HISTORIES), 1), 3)], dim=1)
+    loader = torch.utils.data.DataLoader([[windows]], batch_size=None)
     trainer.fit(module, train_dataloaders=loader)
     return module, trainer, recorder
 

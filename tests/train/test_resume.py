@@ -52,3 +52,62 @@ def test_a_run_saved_before_a_config_field_existed_resumes_with_its_default(tmp_
     cfg["model"].mask_prob = 0.5
     with pytest.raises(ConfigError, match="model.mask_prob"):
         fit(**cfg, console=QUIET, resume=True)
+
+
+def test_resume_equals_the_uninterrupted_run_when_validating_every_other_epoch(tmp_path):
+    straight = fit(**tiny_run_config(tmp_path / "straight", max_epochs=4, patience=50, val_every=2), console=QUIET)
+    interrupted = tmp_path / "interrupted"
+    fit(**tiny_run_config(interrupted, max_epochs=3, patience=50, val_every=2), console=QUIET)
+    resumed = fit(**tiny_run_config(interrupted, max_epochs=4, patience=50, val_every=2), console=QUIET, resume=True)
+    assert resumed.metrics["test"] == straight.metrics["test"]
+    assert resumed.metrics["time"]["mean_epoch_s"] < 60  # no epoch timed from a start it never saw
+    assert pl.read_csv(interrupted / "history.csv")["epoch"].to_list() == [1, 2, 3, 4]
+
+
+def test_set_aside_log_rows_survive_a_second_interruption(tmp_path):
+    from awrsr.train.trainer import keep_earlier_log, merge_logs
+
+    log, kept = tmp_path / "metrics.csv", tmp_path / "kept.csv"
+    pl.DataFrame({"epoch": [0, 1], "loss": [3.0, 2.0]}).write_csv(log)
+    keep_earlier_log(log, kept, epochs=2)  # first resume, from epoch 2
+    pl.DataFrame({"epoch": [2, 3], "loss": [1.5, 1.4]}).write_csv(log)  # then killed during epoch 4
+    keep_earlier_log(log, kept, epochs=3)  # second resume, from the checkpoint of epoch 3
+    pl.DataFrame({"epoch": [3, 4], "loss": [1.3, 1.2]}).write_csv(log)
+    merge_logs(kept, log)
+    assert pl.read_csv(log)["epoch"].to_list() == [0, 1, 2, 3, 4]
+    assert not kept.exists()
+
+
+def test_a_failed_fit_leaves_the_finished_run_in_its_directory_usable(tmp_path):
+    from awrsr.data import DataConfig
+    from awrsr.infer import Recommender
+
+    run_dir = tmp_path / "run"
+    fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+    cfg = tiny_run_config(run_dir, max_epochs=1)
+    cfg["data"] = DataConfig(path=str(tmp_path / "missing.txt"))
+    with pytest.raises(AwrsrError):
+        fit(**cfg, console=QUIET)
+    assert Recommender.load(run_dir).recommend([1, 2], k=3)
+
+
+def test_resume_refuses_other_data_at_a_moved_path(tmp_path):
+    import random
+
+    from awrsr.data import DataConfig
+    from awrsr.errors import ArtifactError
+
+    def write(path, seed):
+        rng = random.Random(seed)
+        path.write_text("".join(f"{u} {rng.randint(1, 30)}\n" for u in range(1, 80) for _ in range(12)))
+
+    write(tmp_path / "a.txt", 1)
+    write(tmp_path / "b.txt", 2)
+    run_dir = tmp_path / "run"
+    cfg = tiny_run_config(run_dir, max_epochs=1)
+    cfg["data"] = DataConfig(path=str(tmp_path / "a.txt"), min_item_interactions=0, min_user_interactions=0)
+    fit(**cfg, console=QUIET)
+    cfg["data"].path = str(tmp_path / "b.txt")  # data.path may change on resume (the file moved)...
+    cfg["train"].max_epochs = 2
+    with pytest.raises(ArtifactError, match="not the dataset"):  # ...but not the data
+        fit(**cfg, console=QUIET, resume=True)

@@ -15,7 +15,7 @@ import yaml
 from rich.console import Console
 
 from awrsr.errors import ConfigError
-from awrsr.experiments.runs import run_or_reuse
+from awrsr.experiments.runs import option_args, run_or_reuse
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 
 TABLE_METRICS = ["hr@1", "hr@5", "ndcg@5", "ndcg@10"]  # Recall@k = HR@k with one target per user
@@ -57,6 +57,17 @@ def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
     return variants
 
 
+def check_variant(config: str, options: dict[str, Any], name: str) -> None:
+    """A clear error now, not hours into a comparison, for a variant whose parts do not fit."""
+    from awrsr.models import build_model
+    from awrsr.run_config import load_fit_config
+
+    try:
+        build_model(load_fit_config(["--config", config, *option_args(options)])["model"], num_items=8)
+    except ConfigError as err:
+        raise ConfigError(f"variant {name!r}: {err}") from None
+
+
 def run_compare(
     config: str, variants: Sequence[str] | Mapping[str, Mapping[str, Any]], seeds: Sequence[int],
     output_dir: str | Path, key: str = "model.refine", base: str = "none",
@@ -71,6 +82,8 @@ def run_compare(
     output_dir = Path(output_dir)
     base, options = variant_options(variants, key, base)
     label = "model" if isinstance(variants, Mapping) else key
+    for name, variant in options.items():  # every variant must build before any trains
+        check_variant(config, {**(extra or {}), **variant}, name)
     records = []
     for name, variant in options.items():
         for seed in seeds:

@@ -3,11 +3,23 @@ scoring of the next item from the last position."""
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from awrsr.nn.attention import AttentionWeights
 from awrsr.nn.masks import AttentionMask
+
+
+def next_item_example(sequences: Tensor) -> tuple[Tensor, Tensor]:
+    """Inputs seq[:-1] and targets seq[1:] (B, n) from windows of n + 1 items; a target whose
+    input is padding (the first item of a short sequence) is not an example and becomes 0.
+
+    >>> next_item_example(torch.tensor([[0, 0, 7, 8, 9]]))
+    (tensor([[0, 0, 7, 8]]), tensor([[0, 0, 8, 9]]))
+    """
+    inputs, targets = sequences[:, :-1], sequences[:, 1:]
+    return inputs, targets * (inputs > 0)
 
 
 class SequenceBackbone(nn.Module):
@@ -47,10 +59,11 @@ class SequenceBackbone(nn.Module):
     def forward(self, input_ids: Tensor) -> Tensor:
         return self.encode(input_ids)[0]
 
-    def training_example(self, inputs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
-        """What one training step feeds the model and scores: by default next-item prediction,
-        ``inputs`` = seq[:-1] and ``targets`` = seq[1:] (B, n). Other objectives (Cloze) override."""
-        return inputs, targets
+    def training_example(self, sequences: Tensor) -> tuple[Tensor, Tensor]:
+        """What one training step feeds the model and scores, from windows of the last n + 1
+        training items (B, n + 1): by default next-item prediction, inputs seq[:-1] and targets
+        seq[1:] (B, n). Other objectives (Cloze) override."""
+        return next_item_example(sequences)
 
     def next_hidden(self, input_ids: Tensor) -> Tensor:
         """The hidden state (B, k) that scores the item following each history (B, n)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from awrsr.errors import ConfigError
 from awrsr.models.config import ModelConfig
 from awrsr.models.registry import MODELS
 from awrsr.models.sasrec import SASRec, transformer_blocks, wants_position_embedding
@@ -26,12 +27,12 @@ class BERT4Rec(SASRec):
         self.mask_prob = mask_prob
         self.mask_id = self.num_items + 1  # the embedding's one extra row
 
-    def training_example(self, inputs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
-        """Cloze: ``targets`` (B, n) holds the last n items of each training sequence; each real item
-        is replaced by [mask] with probability ``mask_prob`` and becomes a target; the others (and
-        padding) have target 0. A row with no masked item gets its last item masked, which is the
-        question inference asks."""
-        sequence = targets
+    def training_example(self, sequences: Tensor) -> tuple[Tensor, Tensor]:
+        """Cloze on the last n items of each training sequence (``sequences`` holds n + 1): each
+        real item is replaced by [mask] with probability ``mask_prob`` and becomes a target; the
+        others (and padding) have target 0. A row with no masked item gets its last item masked,
+        which is the question inference asks."""
+        sequence = sequences[:, 1:]
         real = sequence > 0
         masked = real & (torch.rand(sequence.shape, device=sequence.device) < self.mask_prob)
         masked[:, -1] |= ~masked.any(dim=1) & real[:, -1]
@@ -46,6 +47,8 @@ class BERT4Rec(SASRec):
 
 @MODELS.register("bert4rec")
 def build_bert4rec(cfg: ModelConfig, num_items: int) -> BERT4Rec:
+    if cfg.max_len < 2:
+        raise ConfigError(f"model.max_len must be >= 2 for bert4rec: one slot holds the appended [mask], got {cfg.max_len}")
     blocks = transformer_blocks(cfg, causal=BERT4Rec.causal, activation="gelu")
     model = BERT4Rec(
         num_items=num_items,

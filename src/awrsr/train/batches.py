@@ -1,4 +1,8 @@
-"""Training examples: every real position of each user's training sequence predicts the next item."""
+"""Training batches: each user's training sequence, as its last max_len + 1 items.
+
+The backbone turns a batch into what it trains on (``training_example``): next-item prediction
+splits it into inputs and targets shifted by one, Cloze (BERT4Rec) masks its last max_len items.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +15,11 @@ from torch.utils.data import DataLoader, Sampler, TensorDataset
 from awrsr.data import Sequences
 
 
-def next_item_tensors(train: Sequences, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs and targets (U, n), built once: input = seq[:-1], target = seq[1:], both keeping the
-    last n positions and left-padded with 0. Users with fewer than two items have no example."""
+def training_sequences(train: Sequences, max_len: int) -> torch.Tensor:
+    """The last n + 1 items of each training sequence (U, n + 1), left-padded with 0 and built
+    once. Users with fewer than two items have nothing to learn from and are left out."""
     keep = np.flatnonzero(train.lengths >= 2)
-    rows = train.select(keep)
-    inputs = torch.from_numpy(rows.drop_last().to_padded(max_len))
-    targets = torch.from_numpy(rows.drop_first().to_padded(max_len))
-    return inputs, targets
+    return torch.from_numpy(train.select(keep).to_padded(max_len + 1))
 
 
 class EpochShuffle(Sampler[int]):
@@ -41,8 +42,11 @@ class EpochShuffle(Sampler[int]):
 
 
 def training_loader(train: Sequences, max_len: int, batch_size: int, seed: int) -> DataLoader:
-    """Shuffled batches of (inputs, targets); the order depends only on ``seed`` and the epoch."""
-    inputs, targets = next_item_tensors(train, max_len)
+    """Shuffled batches of ``training_sequences`` (each batch a one-tensor list); the order
+    depends only on ``seed`` and the epoch. The loader gets its own generator so that creating
+    its iterator never draws from torch's global RNG (a resumed run creates one more)."""
+    sequences = training_sequences(train, max_len)
     return DataLoader(
-        TensorDataset(inputs, targets), batch_size=batch_size, sampler=EpochShuffle(len(inputs), seed)
+        TensorDataset(sequences), batch_size=batch_size, sampler=EpochShuffle(len(sequences), seed),
+        generator=torch.Generator().manual_seed(seed),
     )

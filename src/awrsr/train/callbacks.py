@@ -38,7 +38,10 @@ class EpochTimer(L.Callback):
         self._started = time.perf_counter()
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not self._started:  # an epoch end replayed on resume, with no start in this session
+            return
         seconds = time.perf_counter() - self._started
+        self._started = 0.0
         self.train_seconds.append(seconds)
         pl_module.log("time/train_epoch_s", seconds)
 
@@ -68,10 +71,14 @@ class ResumableEarlyStopping(EarlyStopping):
 
 class GradientNorm(L.Callback):
     """Logs the global L2 norm of the gradients before each optimiser step, averaged per epoch
-    (the AWRSR paper's Figure 5)."""
+    (the AWRSR paper's Figure 5). With several optimisers (AC-TSR's adversarial training) only
+    the recommender's, the last one, is measured, over its own parameters."""
 
     def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer) -> None:
-        grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
+        if len(trainer.optimizers) > 1 and optimizer is not trainer.optimizers[-1]:
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        grads = [p.grad for p in params if p.grad is not None]
         if grads:
             norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
             pl_module.log("train/grad_norm", norm, on_step=False, on_epoch=True)

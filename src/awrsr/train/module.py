@@ -6,6 +6,8 @@ A model with calibrated attention (AC-TSR) trains adversarially instead, with tw
 
 from __future__ import annotations
 
+from typing import Callable
+
 import lightning as L
 import torch
 from torch import Tensor, nn
@@ -13,6 +15,20 @@ from torch import Tensor, nn
 from awrsr.eval import EvalBatch, rank_batch, ranking_metrics
 from awrsr.nn.attention.calibrated import mask_norm, perturbation_parameters, perturbed
 from awrsr.nn.losses import LOSSES
+
+
+def adversarial_losses(
+    model: nn.Module, loss: Callable[[Tensor, Tensor], Tensor], inputs: Tensor, targets: Tensor, alpha: float,
+) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+    """AC-TSR's two objectives for one batch (eqs. 18-22): the recommender's L_P + L_C and the
+    perturbation network's -L_P + alpha L_norm, plus the parts for logging. ``loss(inputs,
+    targets)`` runs the model and the configured loss."""
+    with perturbed(model) as masks:
+        loss_p = loss(inputs, targets)
+    penalty = mask_norm(masks)
+    loss_c = loss(inputs, targets)
+    parts = {"loss_perturbed": loss_p, "loss_calibrated": loss_c, "mask_norm": penalty}
+    return loss_p + loss_c, -loss_p + alpha * penalty, parts
 
 
 class SequentialRecommenderModule(L.LightningModule):
@@ -60,21 +76,18 @@ class SequentialRecommenderModule(L.LightningModule):
         are the configured loss with the perturbed and the calibrated weights. Both gradients are
         taken before either optimiser steps."""
         perturbation_opt, recommender_opt = self.optimizers()
-        with perturbed(self.model) as masks:
-            loss_p = self._loss(inputs, targets)
-        penalty = mask_norm(masks)
-        loss_c = self._loss(inputs, targets)
-        recommender_loss = loss_p + loss_c
+        recommender_loss, adversary_loss, parts = adversarial_losses(
+            self.model, self._loss, inputs, targets, self.adversarial_alpha
+        )
         perturbation_opt.zero_grad()
         recommender_opt.zero_grad()
-        adversary_loss = -loss_p + self.adversarial_alpha * penalty
         self.manual_backward(adversary_loss, inputs=self._perturbation_params, retain_graph=True)
         self.manual_backward(recommender_loss, inputs=self._recommender_params())
         perturbation_opt.step()
         recommender_opt.step()
         batch_size = inputs.shape[0]
         self.log("train/loss", recommender_loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=batch_size)
-        for name, value in (("loss_perturbed", loss_p), ("loss_calibrated", loss_c), ("mask_norm", penalty)):
+        for name, value in parts.items():
             self.log(f"train/{name}", value, on_step=False, on_epoch=True, batch_size=batch_size)
         return recommender_loss.detach()
 

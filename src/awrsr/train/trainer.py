@@ -11,6 +11,7 @@ from pathlib import Path
 import lightning as L
 import polars as pl
 import torch
+import yaml
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from torch import nn
@@ -27,7 +28,9 @@ from awrsr.train.module import SequentialRecommenderModule
 LOG_FILE = "metrics.csv"  # Lightning's CSVLogger: train and validation rows apart
 HISTORY_FILE = "history.csv"  # one row per epoch, merged from LOG_FILE
 CHECKPOINT_DIR = "checkpoints"
-LAST_CHECKPOINT = "last.ckpt"  # written at every validation; what a resumed run continues from
+LAST_CHECKPOINT = "last.ckpt"  # written at the end of every epoch; what a resumed run continues from
+RUN_RECORD = "run.yaml"  # in CHECKPOINT_DIR: the config (and data fingerprint) the checkpoints belong to
+EARLIER_LOG = "earlier_metrics.csv"  # in CHECKPOINT_DIR while a resumed run trains
 
 
 @dataclass
@@ -54,39 +57,48 @@ def quiet_lightning() -> None:
 
 def train_model(
     model: nn.Module, split: LeaveOneOutSplit, train: TrainConfig, evaluation: EvalConfig,
-    max_len: int, run_dir: Path, resume: bool = False,
+    max_len: int, run_dir: Path, resume: bool = False, run_record: dict | None = None,
 ) -> TrainingOutcome:
     """Fit ``model`` on ``split.train``, select the epoch with the best validation ``train.monitor``
     and leave those weights in ``model``. The test cases are not touched here.
 
-    With ``resume``, training continues from ``run_dir/checkpoints/last.ckpt`` (weights, optimiser,
-    early-stopping and best-checkpoint state) up to the budget in ``train``; the epoch log keeps the
-    earlier epochs up to that checkpoint."""
+    With ``resume``, training continues from ``run_dir/checkpoints/last.ckpt`` (weights, optimisers,
+    early-stopping and best-checkpoint state, RNG) up to the budget in ``train``; the epoch log keeps
+    the earlier epochs up to that checkpoint. A fresh run starts a new checkpoint directory and
+    writes ``run_record`` (what the caller wants a resume checked against) into it."""
     quiet_lightning()
     checkpoint_dir = run_dir / CHECKPOINT_DIR
     resume_from = checkpoint_dir / LAST_CHECKPOINT
-    earlier_log = None
     if resume:
-        earlier_log = earlier_epochs_log(run_dir / LOG_FILE, checkpoint_epochs(resume_from))
+        keep_earlier_log(run_dir / LOG_FILE, checkpoint_dir / EARLIER_LOG, checkpoint_epochs(resume_from))
     else:
         shutil.rmtree(checkpoint_dir, ignore_errors=True)  # a stale "best" must never be picked up
         for stale in (LOG_FILE, HISTORY_FILE):
             (run_dir / stale).unlink(missing_ok=True)
+        checkpoint_dir.mkdir(parents=True)
+        if run_record is not None:
+            (checkpoint_dir / RUN_RECORD).write_text(yaml.safe_dump(run_record, sort_keys=False))
 
     monitor = f"val/{train.monitor}"
     checkpoint = ModelCheckpoint(
         dirpath=checkpoint_dir, filename="best", monitor=monitor, mode="max", save_top_k=1,
-        save_last=True, enable_version_counter=False,
+        enable_version_counter=False,
+    )
+    # Saved when an epoch is complete (after its validation), so a resumed run starts a new epoch.
+    last = ModelCheckpoint(
+        dirpath=checkpoint_dir, filename=LAST_CHECKPOINT.removesuffix(".ckpt"), save_top_k=1,
+        save_on_train_epoch_end=True, enable_version_counter=False,
     )
     timer = EpochTimer()
     early_stopping = ResumableEarlyStopping(monitor=monitor, mode="max", patience=train.patience)
-    callbacks = [checkpoint, timer, GradientNorm(), early_stopping, RandomState()]
+    callbacks = [checkpoint, last, timer, GradientNorm(), early_stopping, RandomState()]
     trainer = L.Trainer(
         max_epochs=train.max_epochs,
         max_time=train.max_time,
         accelerator=train.accelerator,
         devices=1,
-        logger=CSVLogger(save_dir=run_dir, name="", version=""),
+        # Written through at every log call (once per epoch), so an interrupted run loses no row.
+        logger=CSVLogger(save_dir=run_dir, name="", version="", flush_logs_every_n_steps=1),
         callbacks=callbacks,
         check_val_every_n_epoch=train.val_every,
         num_sanity_val_steps=0,
@@ -109,9 +121,8 @@ def train_model(
         val_dataloaders=DataLoader(val_batches, batch_size=None),
         ckpt_path=resume_from if resume else None,
     )
-    if earlier_log is not None:  # Lightning's logger starts the file afresh
-        log = pl.read_csv(run_dir / LOG_FILE) if (run_dir / LOG_FILE).is_file() else None
-        pl.concat([earlier_log, log] if log is not None else [earlier_log], how="diagonal_relaxed").write_csv(run_dir / LOG_FILE)
+    if resume:  # Lightning's logger started the file afresh
+        merge_logs(checkpoint_dir / EARLIER_LOG, run_dir / LOG_FILE)
 
     if not checkpoint.best_model_path:
         raise AwrsrError(
@@ -145,12 +156,22 @@ def checkpoint_epochs(path: Path) -> int:
         raise AwrsrError(f"{path}: not a readable training checkpoint ({type(err).__name__}: {err})") from None
 
 
-def earlier_epochs_log(log_path: Path, epochs: int) -> pl.DataFrame | None:
-    """The log rows of the first ``epochs`` epochs (later rows were written after the checkpoint
-    a run resumes from, and will be logged again)."""
-    if not log_path.is_file():
-        return None
-    return pl.read_csv(log_path).filter(pl.col("epoch") < epochs)
+def keep_earlier_log(log_path: Path, kept_path: Path, epochs: int) -> None:
+    """Set aside the log rows of the first ``epochs`` epochs before Lightning's logger deletes the
+    log: those already set aside by an earlier interrupted resume plus the current log's, without
+    the rows of epochs after the checkpoint (they will be trained and logged again)."""
+    frames = [pl.read_csv(path) for path in (kept_path, log_path) if path.is_file()]
+    if frames:
+        rows = pl.concat(frames, how="diagonal_relaxed").unique(maintain_order=True)
+        rows.filter(pl.col("epoch") < epochs).write_csv(kept_path)
+
+
+def merge_logs(kept_path: Path, log_path: Path) -> None:
+    """Put the set-aside rows back in front of the resumed session's log."""
+    frames = [pl.read_csv(path) for path in (kept_path, log_path) if path.is_file()]
+    if frames:
+        pl.concat(frames, how="diagonal_relaxed").write_csv(log_path)
+    kept_path.unlink(missing_ok=True)
 
 
 def write_epoch_history(log_path: Path, history_path: Path) -> Path:
