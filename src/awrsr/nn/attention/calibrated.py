@@ -217,11 +217,4 @@ def mask_norm(masks: list[tuple[Tensor, Tensor]]) -> Tensor:
 
 @ATTENTIONS.register("calibrated")
 def build_calibrated_attention(cfg, block_index: int, refinement: Refinement) -> CalibratedAttention:
-    return CalibratedAttention(
-        hidden_size=cfg.hidden_size,
-        num_heads=cfg.num_heads,
-        attn_dropout=cfg.effective_attn_dropout,
-        refinement=refinement,
-        fused=cfg.fused_attention,
-        lite=cfg.ac_lite,
-    )
+    return CalibratedAttention.from_config(cfg, refinement, lite=cfg.ac_lite)

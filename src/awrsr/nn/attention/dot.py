@@ -32,6 +32,14 @@ class DotProductAttention(nn.Module):
         self.refinement = refinement
         self.fused = fused
 
+    @classmethod
+    def from_config(cls, cfg, refinement: Refinement, **extra):
+        """Built from a model config's sizes and options (subclasses add their own ``extra``)."""
+        return cls(
+            hidden_size=cfg.hidden_size, num_heads=cfg.num_heads, attn_dropout=cfg.effective_attn_dropout,
+            refinement=refinement, fused=cfg.fused_attention, **extra,
+        )
+
     def forward(
         self, x: Tensor, mask: AttentionMask, need_weights: bool = False
     ) -> tuple[Tensor, AttentionWeights | None]:
@@ -58,10 +66,4 @@ class DotProductAttention(nn.Module):
 
 @ATTENTIONS.register("dot")
 def build_dot_attention(cfg, block_index: int, refinement: Refinement) -> DotProductAttention:
-    return DotProductAttention(
-        hidden_size=cfg.hidden_size,
-        num_heads=cfg.num_heads,
-        attn_dropout=cfg.effective_attn_dropout,
-        refinement=refinement,
-        fused=cfg.fused_attention,
-    )
+    return DotProductAttention.from_config(cfg, refinement)
