@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from awrsr.experiments.compare import load_variants_file
+from awrsr.experiments.compare import COMPARE_TO, load_variants_file
 from awrsr.experiments.runs import known_keys, option_args
 from awrsr.models import build_model
 from awrsr.run_config import load_fit_config
@@ -21,8 +21,9 @@ def test_fit_config_parses_and_builds(path):
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("compare/*.yaml")), ids=lambda p: p.name)
 def test_variants_file_names_known_options_that_build(path):
-    keys = known_keys()
+    keys = known_keys() | {COMPARE_TO}
     for name, options in load_variants_file(path).items():
         assert set(options or {}) <= keys, name
+        options = {k: v for k, v in (options or {}).items() if k != COMPARE_TO}
         cfg = load_fit_config(["--config", str(CONFIGS / "sasrec" / "beauty.yaml"), *option_args(options or {})])
         build_model(cfg["model"], num_items=30)

@@ -125,3 +125,19 @@ def test_compare_named_variants_from_a_file(base_config, tmp_path):
     variants_path.write_text("- not a mapping\n")
     with pytest.raises(ConfigError, match="models.yaml"):
         load_variants_file(variants_path)
+
+
+def test_a_variant_can_be_compared_with_another_than_the_base(base_config, tmp_path):
+    variants = {
+        "L1": {"model.num_blocks": 1},
+        "L2": {"model.num_blocks": 2, "compare_to": "L2"},
+        "L2+add": {"model.num_blocks": 2, "model.refine": "add", "compare_to": "L2"},
+    }
+    table = run_compare(base_config, variants, [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET)
+    assert math.isnan(table["L1"]["ndcg@5"].improvement) and math.isnan(table["L2"]["ndcg@5"].improvement)
+    l2, l2_add = table["L2"]["ndcg@5"].mean, table["L2+add"]["ndcg@5"].mean
+    assert table["L2+add"]["ndcg@5"].improvement == pytest.approx(relative_improvement(l2_add, l2))
+    assert "L2+add (vs L2)" in (tmp_path / "table.md").read_text()
+    assert "compare_to" not in (tmp_path / "L2+add" / "seed-1" / "config.yaml").read_text()
+    with pytest.raises(ConfigError, match="compare_to 'L9'"):
+        run_compare(base_config, {"L1": {}, "x": {"compare_to": "L9"}}, [1], tmp_path / "bad", console=QUIET)

@@ -18,6 +18,7 @@ from awrsr.errors import ConfigError
 from awrsr.experiments.runs import option_args, run_or_reuse
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 
+COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
 TABLE_METRICS = ["hr@1", "hr@5", "ndcg@5", "ndcg@10"]  # Recall@k = HR@k with one target per user
 LABELS = {"hr@1": "Recall@1", "hr@5": "Recall@5", "ndcg@5": "NDCG@5", "ndcg@10": "NDCG@10"}
 
@@ -81,6 +82,7 @@ def run_compare(
     console = console or Console()
     output_dir = Path(output_dir)
     base, options = variant_options(variants, key, base)
+    options, references = split_references(options, base)
     label = "model" if isinstance(variants, Mapping) else key
     for name, variant in options.items():  # every variant must build before any trains
         check_variant(config, {**(extra or {}), **variant}, name)
@@ -91,25 +93,44 @@ def run_compare(
             console.rule(f"{name}, seed {seed}")
             metrics = run_or_reuse(config, {**(extra or {}), **variant, "train.seed": seed}, run_dir, console)
             records.append({"variant": name, "seed": seed, "run_dir": str(run_dir), "metrics": metrics})
-    table = tabulate(records, base)
-    write_outputs(records, table, output_dir, label)
+    table = tabulate(records, base, references=references)
+    write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)})
     console.print((output_dir / "table.md").read_text())
     return table
 
 
-def tabulate(records: list[dict], base: str, metrics: Sequence[str] = TABLE_METRICS) -> dict[str, dict[str, Cell]]:
+def split_references(options: dict[str, dict[str, Any]], base: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Each variant's run options without ``compare_to``, and the variant each one is compared
+    with (``compare_to`` if given, else the base; variants that are their own reference are
+    references, e.g. each block count's base in the Table 3 layout)."""
+    runs, references = {}, {}
+    for name, variant in options.items():
+        variant = dict(variant)
+        reference = str(variant.pop(COMPARE_TO, base))
+        if reference not in options:
+            raise ConfigError(f"variant {name!r}: {COMPARE_TO} {reference!r} is not a variant ({', '.join(options)})")
+        runs[name], references[name] = variant, reference
+    return runs, references
+
+
+def tabulate(
+    records: list[dict], base: str, metrics: Sequence[str] = TABLE_METRICS, references: dict[str, str] | None = None,
+) -> dict[str, dict[str, Cell]]:
+    """Mean ± std per variant, and improvement and paired p-value against its reference (the base
+    unless ``references`` names another)."""
     by_variant: dict[str, dict[int, dict]] = {}
     for r in records:
         by_variant.setdefault(r["variant"], {})[r["seed"]] = r["metrics"]["test"]
-    base_runs = by_variant[base]
     table = {}
     for variant, runs in by_variant.items():
+        reference = (references or {}).get(variant, base)
+        base_runs = by_variant[reference]
         seeds = sorted(set(runs) & set(base_runs))
         row = {}
         for m in metrics:
             values = [runs[s][m] for s in sorted(runs)]
             mean, std = mean_std(values)
-            if variant == base:
+            if variant == reference:
                 row[m] = Cell(mean, std, math.nan, math.nan)
             else:
                 base_mean = mean_std([base_runs[s][m] for s in sorted(base_runs)])[0]
@@ -119,7 +140,12 @@ def tabulate(records: list[dict], base: str, metrics: Sequence[str] = TABLE_METR
     return table
 
 
-def write_outputs(records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, key: str) -> None:
+def write_outputs(
+    records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, key: str,
+    other_references: dict[str, str] | None = None,
+) -> None:
+    """runs.csv, table.csv and table.md; ``other_references`` names the variants compared with
+    something other than the base (shown as "variant (vs reference)")."""
     output_dir.mkdir(parents=True, exist_ok=True)
     metric_names = sorted({m for r in records for m in r["metrics"]["test"]})
     with open(output_dir / "runs.csv", "w", newline="") as f:
@@ -142,7 +168,8 @@ def write_outputs(records: list[dict], table: dict[str, dict[str, Cell]], output
     seen = "seen items filtered" if switches == {True} else "seen items NOT filtered" if switches == {False} else "MIXED seen-item filtering"
     lines = [
         f"Test metrics at the best validation epoch (full ranking, {seen}), mean ± std over seeds {seeds}; "
-        f"improvement over the base mean in %, paired t-test p-value over seeds ({key}).",
+        f"improvement over the base mean in %, paired t-test p-value over seeds ({key}; "
+        "a variant marked 'vs X' is compared with X instead).",
         "",
         "| " + key + " | " + " | ".join(LABELS.get(m, m) for m in metrics) + " |",
         "|---" * (len(metrics) + 1) + "|",
@@ -155,5 +182,6 @@ def write_outputs(records: list[dict], table: dict[str, dict[str, Cell]], output
             if not math.isnan(c.improvement):
                 cell += f" ({c.improvement:+.2f}%, p={c.p_value:.3f})"
             cells.append(cell)
-        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+        label = f"{variant} (vs {other_references[variant]})" if variant in (other_references or {}) else variant
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     (output_dir / "table.md").write_text("\n".join(lines) + "\n")
