@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import torch  # noqa: E402
@@ -85,6 +86,8 @@ def plot_attention(run_dir: Path, out: Path, user: int | None = None, last: int 
             ax.set_title(f"layer {layer + 1}: {name}")
             ax.set_xlabel("key position")
             ax.set_ylabel("query position")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
             fig.colorbar(image, ax=ax, fraction=0.046)
     fig.suptitle(f"user index {user}, last {k} positions")
     fig.tight_layout()
