@@ -43,8 +43,8 @@ DATASETS = {
 }
 
 
-def train_epoch_seconds(model, loader, precision: str, max_steps: int | None) -> tuple[float, int]:
-    loss_fn = LOSSES.get("ce")
+def train_epoch_seconds(model, loader, precision: str, max_steps: int | None, loss: str = "ce") -> tuple[float, int]:
+    loss_fn = LOSSES.get(loss)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
     model.train()
@@ -86,13 +86,16 @@ def profile_step(model, loader, precision: str) -> str:
     return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12)
 
 
-def model_options(name: str, options: dict | None) -> dict:
-    """``{"model.attention": "positional"}`` -> ``{"attention": "positional"}``; only model options
-    change what is timed here."""
-    other = [key for key in options or {} if not key.startswith("model.")]
+def variant_setup(name: str, options: dict | None) -> tuple[dict, str]:
+    """``{"model.attention": "positional", "train.loss": "ce"}`` -> (``{"attention": "positional"}``,
+    ``"ce"``): the model options and the loss are what change the timings here."""
+    options = dict(options or {})
+    options.pop("compare_to", None)  # a table-layout key, not a setting
+    loss = options.pop("train.loss", "ce")
+    other = [key for key in options if not key.startswith("model.")]
     if other:
-        raise SystemExit(f"variant {name!r}: only model.* options can be timed, got {other}")
-    return {key.removeprefix("model."): value for key, value in (options or {}).items()}
+        raise SystemExit(f"variant {name!r}: only model.* options and train.loss can be timed, got {other}")
+    return {key.removeprefix("model."): value for key, value in options.items()}, loss
 
 
 def main() -> None:
@@ -111,9 +114,9 @@ def main() -> None:
     if args.variants_file:
         from awrsr.experiments.compare import load_variants_file
 
-        variants = {name: model_options(name, options) for name, options in load_variants_file(args.variants_file).items()}
+        variants = {name: variant_setup(name, options) for name, options in load_variants_file(args.variants_file).items()}
     else:
-        variants = {refine: {"refine": refine} for refine in args.refinements}
+        variants = {refine: ({"refine": refine}, "ce") for refine in args.refinements}
 
     rows = []
     for name in args.datasets:
@@ -124,17 +127,17 @@ def main() -> None:
             loader = training_loader(split.train, max_len, batch_size=128, seed=0)
             evaluator = FullRankingEvaluator(split.test, max_len, batch_size=256)
             for precision in args.precision:
-                for variant, options in variants.items():
+                for variant, (options, loss) in variants.items():
                     torch.manual_seed(0)
                     cfg = ModelConfig(**{"max_len": max_len, "hidden_size": 64, "num_blocks": 2, "dropout": 0.2, **options})
                     model = build_model(cfg, dataset.num_items)
-                    epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps)
+                    epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps, loss)
                     started = time.perf_counter()
                     evaluator.evaluate(model)
                     eval_s = time.perf_counter() - started
                     row = {
                         "dataset": name, "users": dataset.num_users, "items": dataset.num_items, "max_len": max_len,
-                        "model": variant, "parameters": sum(p.numel() for p in model.parameters()),
+                        "model": variant, "loss": loss, "parameters": sum(p.numel() for p in model.parameters()),
                         "precision": precision, "batches": len(loader), "timed_batches": steps,
                         "train_epoch_s": round(epoch_s, 2), "eval_all_users_s": round(eval_s, 2),
                         "inference_users_per_s": round(len(split.test.targets) / eval_s, 1),
