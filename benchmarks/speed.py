@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from awrsr.data import DataConfig, leave_one_out, load_sequence_data  # noqa: E402
-from awrsr.eval import FullRankingEvaluator  # noqa: E402
+from awrsr.eval import FullRankingEvaluator, rank_batch  # noqa: E402
 from awrsr.models import ModelConfig, build_model  # noqa: E402
 from awrsr.nn.attention.calibrated import perturbation_parameters  # noqa: E402
 from awrsr.nn.losses import LOSSES  # noqa: E402
@@ -51,8 +51,11 @@ def train_epoch_seconds(model, loader, precision: str, max_steps: int | None, lo
     # AC-TSR trains adversarially: two objectives, two backward passes (as the Lightning module).
     adversary = perturbation_parameters(model)
     recommender = [p for p in model.parameters() if all(p is not q for q in adversary)]
-    steps, started = 0, time.perf_counter()
-    for (sequences,) in loader:
+    timed, warmup = 0, 2  # the first steps of a new model pay for allocations; they are not timed
+    started = time.perf_counter()
+    for step, (sequences,) in enumerate(loader):
+        if step == warmup:
+            started = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         inputs, targets = model.training_example(sequences)
         with autocast:
@@ -65,11 +68,13 @@ def train_epoch_seconds(model, loader, precision: str, max_steps: int | None, lo
             adversary_loss.backward(inputs=adversary, retain_graph=True)
         recommender_loss.backward(inputs=recommender)
         opt.step()
-        steps += 1
-        if max_steps and steps >= max_steps:
+        timed += step >= warmup
+        if max_steps and timed >= max_steps:
             break
+    if not timed:
+        raise SystemExit(f"only {len(loader)} batches: nothing left to time after {warmup} warm-up steps")
     elapsed = time.perf_counter() - started
-    return elapsed * len(loader) / steps, steps  # extrapolated to the whole epoch when max_steps cuts it
+    return elapsed * len(loader) / timed, timed  # extrapolated to the whole epoch when max_steps cuts it
 
 
 def profile_step(model, loader, precision: str) -> str:
@@ -132,6 +137,7 @@ def main() -> None:
                     cfg = ModelConfig(**{"max_len": max_len, "hidden_size": 64, "num_blocks": 2, "dropout": 0.2, **options})
                     model = build_model(cfg, dataset.num_items)
                     epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps, loss)
+                    rank_batch(model.eval(), evaluator.batches[0])  # warm-up, not timed
                     started = time.perf_counter()
                     evaluator.evaluate(model)
                     eval_s = time.perf_counter() - started
