@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from awrsr.data import DataConfig, leave_one_out, load_sequence_data  # noqa: E402
 from awrsr.eval import FullRankingEvaluator, rank_batch  # noqa: E402
 from awrsr.models import ModelConfig, build_model  # noqa: E402
-from awrsr.nn.attention.calibrated import perturbation_parameters  # noqa: E402
+from awrsr.nn.attention.calibrated import perturbation_parameters, recommender_parameters  # noqa: E402
 from awrsr.nn.losses import LOSSES  # noqa: E402
 from awrsr.train.module import adversarial_losses  # noqa: E402
 from awrsr.train.batches import training_loader  # noqa: E402
@@ -50,7 +50,7 @@ def train_epoch_seconds(model, loader, precision: str, max_steps: int | None, lo
     model.train()
     # AC-TSR trains adversarially: two objectives, two backward passes (as the Lightning module).
     adversary = perturbation_parameters(model)
-    recommender = [p for p in model.parameters() if all(p is not q for q in adversary)]
+    recommender = recommender_parameters(model)
     timed, warmup = 0, 2  # the first steps of a new model pay for allocations; they are not timed
     started = time.perf_counter()
     for step, (sequences,) in enumerate(loader):

@@ -104,11 +104,8 @@ def fit(
     if train.num_threads:
         torch.set_num_threads(train.num_threads)
     run_dir = Path(output_dir)
-    config = {
-        "data": asdict(data), "model": asdict(model), "train": asdict(train),
-        "evaluation": asdict(evaluation),
-    }
     parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
+    config = {name: asdict(part) for name, part in parts.items()}
     started_with = check_resumable(run_dir, parts) if resume else None
 
     dataset = load_sequence_data(data, frame=frame)

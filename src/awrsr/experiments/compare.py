@@ -27,8 +27,8 @@ LABELS = {"hr@1": "Recall@1", "hr@5": "Recall@5", "ndcg@5": "NDCG@5", "ndcg@10":
 class Cell:
     mean: float
     std: float
-    improvement: float  # % over the base mean (nan for the base)
-    p_value: float  # paired over seeds against the base (nan for the base)
+    improvement: float  # % over its reference's mean (the base unless compare_to; nan for a reference)
+    p_value: float  # paired over seeds against its reference (nan for a reference)
 
 
 def variant_options(

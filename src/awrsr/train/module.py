@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from awrsr.eval import EvalBatch, rank_batch, ranking_metrics
-from awrsr.nn.attention.calibrated import mask_norm, perturbation_parameters, perturbed
+from awrsr.nn.attention.calibrated import mask_norm, perturbation_parameters, perturbed, recommender_parameters
 from awrsr.nn.losses import LOSSES
 
 
@@ -50,6 +50,7 @@ class SequentialRecommenderModule(L.LightningModule):
         # AC-TSR: theta^P (the perturbation network) and theta (everything else) train apart.
         self.adversarial_alpha = adversarial_alpha
         self._perturbation_params = perturbation_parameters(model)
+        self._recommender_params = recommender_parameters(model)
         if self._perturbation_params:
             self.automatic_optimization = False
 
@@ -58,12 +59,8 @@ class SequentialRecommenderModule(L.LightningModule):
             self.model, self.model(inputs), targets, num_negatives=self.num_negatives, pvn_weight=self.pvn_weight
         )
 
-    def _recommender_params(self) -> list[nn.Parameter]:
-        perturbation = {id(p) for p in self._perturbation_params}
-        return [p for p in self.model.parameters() if id(p) not in perturbation]
-
-    def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
-        inputs, targets = self.model.training_example(*batch)  # (B, n), (B, n)
+    def training_step(self, batch: list[Tensor], batch_idx: int) -> Tensor:
+        inputs, targets = self.model.training_example(*batch)  # windows (B, n + 1) -> (B, n), (B, n)
         if not self.automatic_optimization:
             return self.adversarial_step(inputs, targets)
         loss = self._loss(inputs, targets)
@@ -82,7 +79,7 @@ class SequentialRecommenderModule(L.LightningModule):
         perturbation_opt.zero_grad()
         recommender_opt.zero_grad()
         self.manual_backward(adversary_loss, inputs=self._perturbation_params, retain_graph=True)
-        self.manual_backward(recommender_loss, inputs=self._recommender_params())
+        self.manual_backward(recommender_loss, inputs=self._recommender_params)
         perturbation_opt.step()
         recommender_opt.step()
         batch_size = inputs.shape[0]
@@ -117,5 +114,5 @@ class SequentialRecommenderModule(L.LightningModule):
         # AC-TSR: [perturbation network theta^P, recommender theta], as adversarial_step unpacks them.
         return [
             torch.optim.Adam(self._perturbation_params, **adam),
-            torch.optim.Adam(self._recommender_params(), **adam),
+            torch.optim.Adam(self._recommender_params, **adam),
         ]

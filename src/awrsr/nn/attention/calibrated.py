@@ -181,6 +181,12 @@ def perturbation_parameters(model: nn.Module) -> list[nn.Parameter]:
     return [p for layer in calibrated_layers(model) for p in layer.perturbation_parameters()]
 
 
+def recommender_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """theta: every parameter of ``model`` outside the perturbation network."""
+    perturbation = {id(p) for p in perturbation_parameters(model)}
+    return [p for p in model.parameters() if id(p) not in perturbation]
+
+
 @contextmanager
 def perturbed(model: nn.Module) -> Iterator[list[tuple[Tensor, Tensor]]]:
     """Run ``model`` with the perturbed weights A_p in every calibrated layer; yields a list that
