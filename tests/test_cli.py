@@ -126,3 +126,12 @@ def test_damaged_artifacts_are_clear_errors(trained_run, tmp_path, capsys, file,
     (damaged / file).write_text(edit((damaged / file).read_text()))
     code, _, err = run_cli(capsys, "evaluate", str(damaged))
     assert code == 2 and expected in err
+
+
+@pytest.mark.parametrize("command", ["fit", "evaluate", "recommend", "stats", "tune", "compare", "plot"])
+def test_every_command_help_opens_with_a_whole_sentence(capsys, command):
+    # `awrsr CMD --help` shows only the docstring's first line: it must not stop mid-sentence.
+    code, out, _ = run_cli(capsys, command, "--help")
+    assert code == 0
+    description = out.split("\n\n")[1].replace("\n", " ").strip()
+    assert description.endswith(".") and len(description) > 20, description

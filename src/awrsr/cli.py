@@ -154,8 +154,10 @@ def compare(
     set: Optional[List[str]] = None,
     variants_file: Optional[str] = None,
 ) -> None:
-    """Train the base and each variant with the same hyper-parameters over several seeds, and
-    write the paper's Table 2 layout (mean ± std, improvement %, paired p-value) as Markdown/CSV.
+    """Train a base and its variants over several seeds and write the paper's Table 2 layout.
+
+    Every variant shares the base's hyper-parameters; the table (mean ± std, improvement %,
+    paired p-value) is written as Markdown and CSV beside the per-run records.
 
     Args:
         base_config: the base fit config (YAML), tuned first.
@@ -165,7 +167,7 @@ def compare(
         key: the config key that differs between variants.
         base: the value of `key` for the base model.
         set: extra fixed options for every run, as key=value.
-        variants_file: YAML mapping of named variants to their options (e.g. configs/compare/models.yaml);
+        variants_file: YAML mapping of named variants to their options (e.g. configs/compare/neighbours.yaml);
             replaces variants and key; the base is the entry named `base`, else the first.
     """
     from awrsr.experiments.compare import load_variants_file, run_compare
@@ -176,8 +178,10 @@ def compare(
 
 
 def plot(directory: str, output_dir: Optional[str] = None, user: Optional[int] = None) -> None:
-    """Draw the paper's figures (attention heatmaps, validation NDCG@5 and gradient norm per
-    epoch, NDCG@N) from a run directory or a compare directory.
+    """Draw the paper's figures from a run directory or a compare directory.
+
+    Attention heatmaps (Figure 3), validation NDCG@5 per epoch (Figure 4), the gradient norm per
+    epoch (Figure 5) and NDCG@N for N = 1..20 (Figure 2), as PNG files.
 
     Args:
         directory: a run directory (awrsr fit) or a compare directory (awrsr compare).
