@@ -153,6 +153,7 @@ def compare(
     base: str = "none",
     set: Optional[List[str]] = None,
     variants_file: Optional[str] = None,
+    report_only: bool = False,
 ) -> None:
     """Train a base and its variants over several seeds and write the paper's Table 2 layout.
 
@@ -169,12 +170,13 @@ def compare(
         set: extra fixed options for every run, as key=value.
         variants_file: YAML mapping of named variants to their options (e.g. configs/compare/neighbours.yaml);
             replaces variants and key; the base is the entry named `base`, else the first.
+        report_only: train nothing; tabulate the finished runs and name the missing ones.
     """
     from awrsr.experiments.compare import load_variants_file, run_compare
     from awrsr.experiments.runs import parse_sets
 
     chosen = load_variants_file(variants_file) if variants_file else variants
-    run_compare(base_config, chosen, seeds, output_dir, key=key, base=base, extra=parse_sets(set))
+    run_compare(base_config, chosen, seeds, output_dir, key=key, base=base, extra=parse_sets(set), report_only=report_only)
 
 
 def plot(directory: str, output_dir: Optional[str] = None, user: Optional[int] = None) -> None:

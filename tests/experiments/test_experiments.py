@@ -1,5 +1,6 @@
 import json
 import math
+import shutil
 
 import pytest
 from rich.console import Console
@@ -100,6 +101,27 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     files = draw_figures(tmp_path)
     assert {f.name for f in files} >= {"valid_ndcg5.png", "grad_norm.png", "ndcg_at_n.png", "attention_add.png"}
     assert all(f.stat().st_size > 1000 for f in files)
+
+
+def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_config, tmp_path):
+    with pytest.raises(ConfigError, match="no finished run"):
+        run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
+    full = run_compare(base_config, ["add"], [1, 2], tmp_path / "full", extra=parse_sets(TINY), console=QUIET)
+    # a partial directory: both seeds of the base, one of the variant
+    partial = tmp_path / "partial"
+    for run in ("none/seed-1", "none/seed-2", "add/seed-1"):
+        shutil.copytree(tmp_path / "full" / run, partial / run)
+    stamps = {p: p.stat().st_mtime for p in partial.rglob("metrics.json")}
+    table = run_compare(base_config, ["add"], [1, 2], partial, extra=parse_sets(TINY), console=QUIET, report_only=True)
+    assert stamps == {p: p.stat().st_mtime for p in partial.rglob("metrics.json")}  # nothing trained
+    assert not (partial / "add" / "seed-2").exists()
+    assert table["none"]["ndcg@5"] == full["none"]["ndcg@5"]
+    add, base_seed1 = table["add"]["ndcg@5"], json.loads((partial / "none/seed-1/metrics.json").read_text())
+    assert add.runs == 1 and math.isnan(add.p_value)  # one pair: no test
+    # the improvement is paired: against the base's seed 1 only, not the mean of both seeds
+    assert add.improvement == pytest.approx(relative_improvement(add.mean, base_seed1["test"]["ndcg@5"]))
+    md = (partial / "table.md").read_text()
+    assert "add seed 2" in md and "p=n/a" in md and "Partial table" in md
 
 
 def test_compare_named_variants_from_a_file(base_config, tmp_path):

@@ -15,7 +15,7 @@ import yaml
 from rich.console import Console
 
 from awrsr.errors import ConfigError
-from awrsr.experiments.runs import option_args, run_or_reuse
+from awrsr.experiments.runs import finished_run, option_args, run_or_reuse
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
@@ -27,8 +27,9 @@ LABELS = {"hr@1": "Recall@1", "hr@5": "Recall@5", "ndcg@5": "NDCG@5", "ndcg@10":
 class Cell:
     mean: float
     std: float
-    improvement: float  # % over its reference's mean (the base unless compare_to; nan for a reference)
-    p_value: float  # paired over seeds against its reference (nan for a reference)
+    improvement: float  # % over its reference's mean on the shared seeds (nan for a reference)
+    p_value: float  # paired over the shared seeds against its reference (nan for a reference)
+    runs: int  # seeds behind mean and std
 
 
 def variant_options(
@@ -72,12 +73,14 @@ def check_variant(config: str, options: dict[str, Any], name: str) -> None:
 def run_compare(
     config: str, variants: Sequence[str] | Mapping[str, Mapping[str, Any]], seeds: Sequence[int],
     output_dir: str | Path, key: str = "model.refine", base: str = "none",
-    extra: dict[str, Any] | None = None, console: Console | None = None,
+    extra: dict[str, Any] | None = None, console: Console | None = None, report_only: bool = False,
 ) -> dict[str, dict[str, Cell]]:
     """Train the base and every variant for every seed, then tabulate (see ``variant_options``).
 
     Run directories are ``output_dir/<variant>/seed-<seed>``; finished runs are reused, so an
-    interrupted comparison resumes where it stopped.
+    interrupted comparison resumes where it stopped, and several processes (or machines sharing
+    the directory) may each run a part of it. ``report_only`` trains nothing and tabulates the
+    finished runs, naming the missing ones.
     """
     console = console or Console()
     output_dir = Path(output_dir)
@@ -86,15 +89,24 @@ def run_compare(
     label = "model" if isinstance(variants, Mapping) else key
     for name, variant in options.items():  # every variant must build before any trains
         check_variant(config, {**(extra or {}), **variant}, name)
-    records = []
+    records, missing = [], []
     for name, variant in options.items():
         for seed in seeds:
             run_dir = output_dir / name / f"seed-{seed}"
-            console.rule(f"{name}, seed {seed}")
-            metrics = run_or_reuse(config, {**(extra or {}), **variant, "train.seed": seed}, run_dir, console)
+            run_options = {**(extra or {}), **variant, "train.seed": seed}
+            if report_only:
+                metrics = finished_run(config, run_options, run_dir)[1]
+                if metrics is None:
+                    missing.append(f"{name} seed {seed}")
+                    continue
+            else:
+                console.rule(f"{name}, seed {seed}")
+                metrics = run_or_reuse(config, run_options, run_dir, console)
             records.append({"variant": name, "seed": seed, "run_dir": str(run_dir), "metrics": metrics})
+    if not records:
+        raise ConfigError(f"{output_dir}: no finished run of this comparison yet (missing: {', '.join(missing)})")
     table = tabulate(records, base, references=references)
-    write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)})
+    write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
     console.print((output_dir / "table.md").read_text())
     return table
 
@@ -124,28 +136,30 @@ def tabulate(
     table = {}
     for variant, runs in by_variant.items():
         reference = (references or {}).get(variant, base)
-        base_runs = by_variant[reference]
+        base_runs = by_variant.get(reference, {})
+        # Improvement and p-value on the seeds both sides have: with every run finished these
+        # are all the seeds; in a partial table they stay paired.
         seeds = sorted(set(runs) & set(base_runs))
         row = {}
         for m in metrics:
-            values = [runs[s][m] for s in sorted(runs)]
-            mean, std = mean_std(values)
-            if variant == reference:
-                row[m] = Cell(mean, std, math.nan, math.nan)
+            mean, std = mean_std([runs[s][m] for s in sorted(runs)])
+            if variant == reference or not seeds:
+                row[m] = Cell(mean, std, math.nan, math.nan, len(runs))
             else:
-                base_mean = mean_std([base_runs[s][m] for s in sorted(base_runs)])[0]
-                p = paired_p_value([runs[s][m] for s in seeds], [base_runs[s][m] for s in seeds])
-                row[m] = Cell(mean, std, relative_improvement(mean, base_mean), p)
+                shared, base_shared = [runs[s][m] for s in seeds], [base_runs[s][m] for s in seeds]
+                improvement = relative_improvement(mean_std(shared)[0], mean_std(base_shared)[0])
+                row[m] = Cell(mean, std, improvement, paired_p_value(shared, base_shared), len(runs))
         table[variant] = row
     return table
 
 
 def write_outputs(
     records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, key: str,
-    other_references: dict[str, str] | None = None,
+    other_references: dict[str, str] | None = None, missing: Sequence[str] = (),
 ) -> None:
     """runs.csv, table.csv and table.md; ``other_references`` names the variants compared with
-    something other than the base (shown as "variant (vs reference)")."""
+    something other than the base (shown as "variant (vs reference)"), ``missing`` the runs not
+    finished yet (a partial table says so)."""
     output_dir.mkdir(parents=True, exist_ok=True)
     metric_names = sorted({m for r in records for m in r["metrics"]["test"]})
     with open(output_dir / "runs.csv", "w", newline="") as f:
@@ -160,9 +174,10 @@ def write_outputs(
     metrics = list(next(iter(table.values())))
     with open(output_dir / "table.csv", "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["variant", *[f"{m}_{part}" for m in metrics for part in ("mean", "std", "improvement_pct", "p_value")]])
+        writer.writerow(["variant", "runs", *[f"{m}_{part}" for m in metrics for part in ("mean", "std", "improvement_pct", "p_value")]])
         for variant, row in table.items():
-            writer.writerow([variant, *[v for m in metrics for v in (row[m].mean, row[m].std, row[m].improvement, row[m].p_value)]])
+            runs = next(iter(row.values())).runs
+            writer.writerow([variant, runs, *[v for m in metrics for v in (row[m].mean, row[m].std, row[m].improvement, row[m].p_value)]])
     seeds = sorted({r["seed"] for r in records})
     switches = {r["metrics"]["protocol"]["filter_seen"] for r in records}
     seen = "seen items filtered" if switches == {True} else "seen items NOT filtered" if switches == {False} else "MIXED seen-item filtering"
@@ -171,8 +186,8 @@ def write_outputs(
         f"improvement over the base mean in %, paired t-test p-value over seeds ({key}; "
         "a variant marked 'vs X' is compared with X instead).",
         "",
-        "| " + key + " | " + " | ".join(LABELS.get(m, m) for m in metrics) + " |",
-        "|---" * (len(metrics) + 1) + "|",
+        "| " + key + " | " + " | ".join(LABELS.get(m, m) for m in metrics) + " | seeds |",
+        "|---" * (len(metrics) + 2) + "|",
     ]
     for variant, row in table.items():
         cells = []
@@ -180,8 +195,15 @@ def write_outputs(
             c = row[m]
             cell = f"{c.mean:.4f} ± {c.std:.4f}"
             if not math.isnan(c.improvement):
-                cell += f" ({c.improvement:+.2f}%, p={c.p_value:.3f})"
+                p = "n/a" if math.isnan(c.p_value) else f"{c.p_value:.3f}"  # n/a: fewer than two pairs
+                cell += f" ({c.improvement:+.2f}%, p={p})"
             cells.append(cell)
         label = f"{variant} (vs {other_references[variant]})" if variant in (other_references or {}) else variant
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {next(iter(row.values())).runs} |")
+    if missing:
+        lines += [
+            "",
+            f"Partial table: {len(missing)} run(s) not finished ({', '.join(missing)}); improvements and "
+            "p-values use the seeds a variant shares with its reference.",
+        ]
     (output_dir / "table.md").write_text("\n".join(lines) + "\n")

@@ -38,25 +38,35 @@ def parse_sets(sets: Sequence[str] | None) -> dict[str, str]:
 RESOLVED_SECTIONS = ("data", "model", "train", "evaluation")
 
 
-def run_or_reuse(config: str, options: dict[str, Any], run_dir: Path, console: Console) -> dict[str, Any]:
-    """Metrics of the fit of ``config`` with ``options`` in ``run_dir``. A finished run (its
-    metrics.json exists) is never trained again, but only if it was made with exactly this
-    configuration; a directory holding another configuration's run is an error. An interrupted
-    run (a checkpoint but no metrics) continues from its last checkpoint."""
-    from awrsr.workflows import fit
-
+def finished_run(config: str, options: dict[str, Any], run_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The resolved fit arguments of ``config`` with ``options`` in ``run_dir``, and the metrics
+    of the finished run there (None if it has not finished). A finished run of another
+    configuration is an error: its directory cannot hold this one."""
     args = ["--config", config, *option_args(options), "--train.progress_bar", "false", "--output_dir", str(run_dir)]
     resolved = load_fit_config(args)
     metrics_file = run_dir / METRICS_FILE
-    if metrics_file.is_file():
-        stored = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).is_file() else {}
-        differing = config_differences(stored or {}, {k: resolved[k] for k in RESOLVED_SECTIONS})
-        if differing:
-            raise ArtifactError(
-                f"{run_dir} holds a finished run of another configuration (differs in {', '.join(differing[:6])}); "
-                "use another output_dir"
-            )
-        return json.loads(metrics_file.read_text())
+    if not metrics_file.is_file():
+        return resolved, None
+    stored = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).is_file() else {}
+    differing = config_differences(stored or {}, {k: resolved[k] for k in RESOLVED_SECTIONS})
+    if differing:
+        raise ArtifactError(
+            f"{run_dir} holds a finished run of another configuration (differs in {', '.join(differing[:6])}); "
+            "use another output_dir"
+        )
+    return resolved, json.loads(metrics_file.read_text())
+
+
+def run_or_reuse(config: str, options: dict[str, Any], run_dir: Path, console: Console) -> dict[str, Any]:
+    """Metrics of the fit of ``config`` with ``options`` in ``run_dir``. A finished run (its
+    metrics.json exists) is never trained again, but only if it was made with exactly this
+    configuration (see ``finished_run``). An interrupted run (a checkpoint but no metrics)
+    continues from its last checkpoint."""
+    from awrsr.workflows import fit
+
+    resolved, metrics = finished_run(config, options, run_dir)
+    if metrics is not None:
+        return metrics
     resume = (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file()
     if resume:
         console.print(f"[dim]{run_dir}: continuing the interrupted run from its last checkpoint[/dim]")
