@@ -1,3 +1,4 @@
+import io
 import json
 import math
 import shutil
@@ -122,6 +123,41 @@ def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_
     assert add.improvement == pytest.approx(relative_improvement(add.mean, base_seed1["test"]["ndcg@5"]))
     md = (partial / "table.md").read_text()
     assert "add seed 2" in md and "p=n/a" in md and "Partial table" in md
+
+
+def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, tmp_path):
+    import threading
+    import time
+
+    from awrsr.experiments.runs import run_lock, run_or_reuse
+
+    run_compare(base_config, ["add"], [1], tmp_path / "done", extra=parse_sets(TINY), console=QUIET)
+    shared = tmp_path / "shared"
+    held, go_on = threading.Event(), threading.Event()
+
+    def other_process():  # holds the run, then finishes it while compare trains the base
+        with run_lock(shared / "add" / "seed-1"):
+            held.set()
+            go_on.wait(30)
+            while not (shared / "none" / "seed-1" / "metrics.json").is_file():
+                time.sleep(0.05)
+            time.sleep(1.0)  # compare has reached this run by now, found it busy, and waits
+            shutil.copytree(tmp_path / "done" / "add" / "seed-1", shared / "add" / "seed-1")
+
+    other = threading.Thread(target=other_process)
+    other.start()
+    held.wait(30)
+    options = {**parse_sets(TINY), "model.refine": "add", "train.seed": 1}
+    assert run_or_reuse(base_config, options, shared / "add" / "seed-1", QUIET, wait=False) is None
+    assert not (shared / "add" / "seed-1").exists()
+    go_on.set()
+    console = Console(file=io.StringIO(), width=200)
+    table = run_compare(base_config, ["add"], [1], shared, extra=parse_sets(TINY), console=console)
+    other.join()
+    assert "coming back to it last" in console.file.getvalue() and "waiting for its result" in console.file.getvalue()
+    finished = json.loads((tmp_path / "done" / "add" / "seed-1" / "metrics.json").read_text())
+    assert table["add"]["ndcg@5"].mean == finished["test"]["ndcg@5"]  # its result, not a second training
+    assert (shared / "none" / "seed-1" / "metrics.json").is_file()
 
 
 def test_compare_named_variants_from_a_file(base_config, tmp_path):

@@ -89,20 +89,33 @@ def run_compare(
     label = "model" if isinstance(variants, Mapping) else key
     for name, variant in options.items():  # every variant must build before any trains
         check_variant(config, {**(extra or {}), **variant}, name)
-    records, missing = [], []
-    for name, variant in options.items():
-        for seed in seeds:
-            run_dir = output_dir / name / f"seed-{seed}"
-            run_options = {**(extra or {}), **variant, "train.seed": seed}
-            if report_only:
-                metrics = finished_run(config, run_options, run_dir)[1]
-                if metrics is None:
-                    missing.append(f"{name} seed {seed}")
-                    continue
-            else:
+
+    def run_options(name: str, seed: int) -> dict[str, Any]:
+        return {**(extra or {}), **options[name], "train.seed": seed}
+
+    runs = [(name, seed) for name in options for seed in seeds]
+    results: dict[tuple[str, int], dict] = {}
+    if report_only:
+        for name, seed in runs:
+            metrics = finished_run(config, run_options(name, seed), output_dir / name / f"seed-{seed}")[1]
+            if metrics is not None:
+                results[name, seed] = metrics
+    else:
+        # Runs another process is training are left for last, then awaited: several processes
+        # may share one comparison directory without training anything twice.
+        for wait in (False, True):
+            for name, seed in [r for r in runs if r not in results]:
                 console.rule(f"{name}, seed {seed}")
-                metrics = run_or_reuse(config, run_options, run_dir, console)
-            records.append({"variant": name, "seed": seed, "run_dir": str(run_dir), "metrics": metrics})
+                metrics = run_or_reuse(config, run_options(name, seed), output_dir / name / f"seed-{seed}", console, wait)
+                if metrics is not None:
+                    results[name, seed] = metrics
+                else:
+                    console.print("[dim]another process is training it; coming back to it last[/dim]")
+    records = [
+        {"variant": name, "seed": seed, "run_dir": str(output_dir / name / f"seed-{seed}"), "metrics": results[name, seed]}
+        for name, seed in runs if (name, seed) in results
+    ]
+    missing = [f"{name} seed {seed}" for name, seed in runs if (name, seed) not in results]
     if not records:
         raise ConfigError(f"{output_dir}: no finished run of this comparison yet (missing: {', '.join(missing)})")
     table = tabulate(records, base, references=references)

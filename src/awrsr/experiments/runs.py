@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import yaml
+from filelock import FileLock, Timeout
 from rich.console import Console
 
 from awrsr.errors import ArtifactError, ConfigError
@@ -57,20 +58,44 @@ def finished_run(config: str, options: dict[str, Any], run_dir: Path) -> tuple[d
     return resolved, json.loads(metrics_file.read_text())
 
 
-def run_or_reuse(config: str, options: dict[str, Any], run_dir: Path, console: Console) -> dict[str, Any]:
+def run_lock(run_dir: Path) -> FileLock:
+    """The lock a process holds while it trains ``run_dir``, beside it (hidden, so it never looks
+    like a run); the operating system drops it when the process dies."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(run_dir.parent / f".{run_dir.name}.lock")
+
+
+def run_or_reuse(
+    config: str, options: dict[str, Any], run_dir: Path, console: Console, wait: bool = True,
+) -> dict[str, Any] | None:
     """Metrics of the fit of ``config`` with ``options`` in ``run_dir``. A finished run (its
     metrics.json exists) is never trained again, but only if it was made with exactly this
     configuration (see ``finished_run``). An interrupted run (a checkpoint but no metrics)
-    continues from its last checkpoint."""
+    continues from its last checkpoint. While another process trains the run, this one waits for
+    it and reuses its result, or with ``wait=False`` returns None at once."""
     from awrsr.workflows import fit
 
     resolved, metrics = finished_run(config, options, run_dir)
     if metrics is not None:
         return metrics
-    resume = (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file()
-    if resume:
-        console.print(f"[dim]{run_dir}: continuing the interrupted run from its last checkpoint[/dim]")
-    return fit(**{**resolved, "resume": resume}, console=console).metrics
+    lock = run_lock(run_dir)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        if not wait:
+            return None
+        console.print(f"[dim]{run_dir}: another process is training it; waiting for its result[/dim]")
+        lock.acquire()
+    try:
+        resolved, metrics = finished_run(config, options, run_dir)  # it may have finished meanwhile
+        if metrics is not None:
+            return metrics
+        resume = (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file()
+        if resume:
+            console.print(f"[dim]{run_dir}: continuing the interrupted run from its last checkpoint[/dim]")
+        return fit(**{**resolved, "resume": resume}, console=console).metrics
+    finally:
+        lock.release()
 
 
 def known_keys() -> set[str]:
