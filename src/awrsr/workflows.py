@@ -18,6 +18,7 @@ import torch
 import yaml
 from rich.console import Console
 from rich.table import Table
+from torch import Tensor
 
 import awrsr
 from awrsr.data import (
@@ -26,7 +27,7 @@ from awrsr.data import (
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
-from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, load_artifact, save_artifact
+from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, save_artifact
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.run_config import config_differences
 from awrsr.train import TrainConfig, train_model
@@ -217,6 +218,29 @@ def evaluate(
     mistaken for the one the model was selected on.
     """
     console = console or Console()
+    scored = rank_artifact(artifact_dir, data_path, split, filter_seen)
+    metrics = ranking_metrics(scored.ranks, scored.evaluation.ks)
+    print_results(
+        console, {split: metrics}, scored.evaluation.ks,
+        title=f"{scored.artifact.directory} on {scored.source} (seen items "
+        f"{'filtered' if scored.evaluation.filter_seen else 'not filtered'})",
+    )
+    return metrics
+
+
+@dataclass
+class ScoredArtifact:
+    artifact: LoadedArtifact
+    evaluation: EvalConfig
+    source: str  # the data file the ranks were computed on
+    ranks: Tensor  # (M,) each evaluated user's rank of the held-out item
+
+
+def rank_artifact(
+    artifact_dir: str | Path, data_path: str | None = None, split: str = "test", filter_seen: bool | None = None,
+) -> ScoredArtifact:
+    """Each ``split`` user's full-ranking rank of the held-out item under a saved model, on the
+    dataset it was trained on (checked by fingerprint and vocabulary)."""
     if split not in ("valid", "test"):
         raise ConfigError(f"split must be 'valid' or 'test', got {split!r}")
     artifact = load_artifact(artifact_dir)
@@ -237,13 +261,7 @@ def evaluate(
     evaluator = FullRankingEvaluator(
         cases, artifact.model_config.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size
     )
-    metrics = evaluator.evaluate(artifact.model)
-    print_results(
-        console, {split: metrics}, evaluation.ks,
-        title=f"{artifact.directory} on {dataset.stats.source} (seen items "
-        f"{'filtered' if evaluation.filter_seen else 'not filtered'})",
-    )
-    return metrics
+    return ScoredArtifact(artifact, evaluation, str(dataset.stats.source), evaluator.ranks(artifact.model))
 
 
 def _check_fingerprint(metrics: dict[str, Any] | None, dataset: SequenceData, directory: Path) -> None:

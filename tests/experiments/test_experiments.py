@@ -3,6 +3,7 @@ import json
 import math
 import shutil
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -92,7 +93,7 @@ def test_tune_selects_on_validation_and_resumes(base_config, tmp_path):
 
 
 def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
-    from awrsr.experiments.figures import draw_figures
+    from awrsr.experiments.figures import draw_figures, held_out_ranks
 
     table = run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET)
     assert set(table) == {"none", "add"}
@@ -102,6 +103,12 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     files = draw_figures(tmp_path)
     assert {f.name for f in files} >= {"valid_ndcg5.png", "grad_norm.png", "ndcg_at_n.png", "attention_add.png"}
     assert all(f.stat().st_size > 1000 for f in files)
+    # a run from before test ranks were stored: its ranks are computed again from the saved model
+    stored = tmp_path / "add" / "seed-1" / "test_ranks.npy"
+    expected = np.load(stored)
+    stored.unlink()
+    np.testing.assert_array_equal(held_out_ranks(stored.parent), expected)
+    assert len(draw_figures(tmp_path, tmp_path / "again")) == len(files)
 
 
 def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_config, tmp_path):

@@ -20,6 +20,7 @@ import polars as pl  # noqa: E402
 import torch  # noqa: E402
 
 from awrsr.errors import ArtifactError  # noqa: E402
+from awrsr.workflows import TEST_RANKS_FILE  # noqa: E402
 
 
 def _history(run_dir: Path) -> pl.DataFrame:
@@ -29,30 +30,43 @@ def _history(run_dir: Path) -> pl.DataFrame:
     return pl.read_csv(path)
 
 
-def plot_curves(runs: dict[str, Path], column: str, ylabel: str, out: Path) -> Path:
+def plot_curves(runs: dict[str, Path], column: str, ylabel: str, out: Path) -> Path | None:
+    """``column`` of each run's history per epoch; None (no file) if no run logged it (runs made
+    before the column existed are left out of the figure)."""
     fig, ax = plt.subplots(figsize=(6, 4))
+    drawn = 0
     for label, run_dir in runs.items():
         history = _history(run_dir)
         if column in history.columns:
             data = history.select("epoch", column).drop_nulls()
             ax.plot(data["epoch"], data[column], label=label)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel(ylabel)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
+            drawn += 1
+    if drawn:
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(ylabel)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out, dpi=120)
     plt.close(fig)
-    return out
+    return out if drawn else None
+
+
+def held_out_ranks(run_dir: Path) -> np.ndarray:
+    """Each test user's rank of the held-out item: stored by ``awrsr fit``, or (for runs made
+    before it was stored) computed again from the saved model on its dataset."""
+    path = run_dir / TEST_RANKS_FILE
+    if path.is_file():
+        return np.load(path)
+    from awrsr.workflows import rank_artifact
+
+    return rank_artifact(run_dir, split="test").ranks.numpy()
 
 
 def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     ns = np.arange(1, max_n + 1)
     for label, run_dir in runs.items():
-        path = run_dir / "test_ranks.npy"
-        if not path.is_file():
-            raise ArtifactError(f"{run_dir}: no test_ranks.npy")
-        ranks = np.load(path).astype(np.float64)
+        ranks = held_out_ranks(run_dir).astype(np.float64)
         gains = 1.0 / np.log2(ranks + 1.0)
         ax.plot(ns, [(gains * (ranks <= n)).mean() for n in ns], marker=".", label=label)
     ax.set_xlabel("N")
@@ -98,7 +112,7 @@ def plot_attention(run_dir: Path, out: Path, user: int | None = None, last: int 
 
 def draw_figures(directory: str | Path, output_dir: str | Path | None = None, user: int | None = None) -> list[Path]:
     """All figures for a run directory, or for a ``compare`` directory (variant/seed-*/ runs: the
-    first seed of each variant is drawn)."""
+    first finished seed of each variant is drawn, in the comparison's order, base first)."""
     directory = Path(directory)
     out = Path(output_dir) if output_dir else directory / "figures"
     out.mkdir(parents=True, exist_ok=True)
@@ -107,12 +121,12 @@ def draw_figures(directory: str | Path, output_dir: str | Path | None = None, us
         attention_runs = [directory]
     else:
         runs = {}
-        for variant in sorted(p for p in directory.iterdir() if p.is_dir() and p.name != out.name):
-            seeds = sorted(p for p in variant.iterdir() if (p / "history.csv").is_file())
+        for variant in _variant_dirs(directory, out):
+            seeds = sorted((p for p in variant.iterdir() if (p / "history.csv").is_file()), key=_seed_order)
             if seeds:
                 runs[variant.name] = seeds[0]
         if not runs:
-            raise ArtifactError(f"{directory}: neither a run directory nor a compare directory")
+            raise ArtifactError(f"{directory}: neither a run directory nor a compare directory with a finished run")
         attention_runs = list(runs.values())
     files = [
         plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png"),
@@ -122,4 +136,19 @@ def draw_figures(directory: str | Path, output_dir: str | Path | None = None, us
     for run_dir in attention_runs:
         name = run_dir.parent.name if run_dir != directory else run_dir.name
         files.append(plot_attention(run_dir, out / f"attention_{name}.png", user=user))
-    return files
+    return [f for f in files if f is not None]
+
+
+def _variant_dirs(directory: Path, out: Path) -> list[Path]:
+    """The variant directories of a compare directory, in the order of its runs.csv (base first)
+    when it has one, else by name."""
+    found = sorted(p for p in directory.iterdir() if p.is_dir() and p != out and not p.name.startswith("."))
+    order: list[str] = []
+    if (directory / "runs.csv").is_file():
+        order = list(dict.fromkeys(pl.read_csv(directory / "runs.csv")["variant"].cast(pl.Utf8).to_list()))
+    return sorted(found, key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name))
+
+
+def _seed_order(run_dir: Path) -> tuple[int, str]:
+    number = run_dir.name.removeprefix("seed-")
+    return (int(number), "") if number.isdigit() else (1 << 30, run_dir.name)
