@@ -74,22 +74,31 @@ def run_tune(
     trials = grid(space)
     if max_trials is not None and max_trials < len(trials):
         trials = random.Random(sample_seed).sample(trials, max_trials)
-    rows = []
+    rows, done = [], set()
     with Progress(console=console, transient=False) as progress:
         task = progress.add_task(f"{len(trials)} trials", total=len(trials))
-        for params in trials:
-            run_dir = output_dir / f"trial-{trial_id(params)}"
-            try:
-                metrics = run_or_reuse(config, {**(extra or {}), **params}, run_dir, console)
-            except ConfigError as err:  # an impossible combination (e.g. 64 not divisible by 3 heads)
-                console.print(f"[yellow]skipped {params}: {err}[/yellow]")
+        # Trials another process is training are left for last, then awaited (see run_or_reuse):
+        # several processes may share one search.
+        for wait in (False, True):
+            for params in trials:
+                run_dir = output_dir / f"trial-{trial_id(params)}"
+                if run_dir.name in done:
+                    continue
+                try:
+                    metrics = run_or_reuse(config, {**(extra or {}), **params}, run_dir, console, wait)
+                except ConfigError as err:  # an impossible combination (e.g. 64 not divisible by 3 heads)
+                    console.print(f"[yellow]skipped {params}: {err}[/yellow]")
+                    metrics = None
+                    done.add(run_dir.name)
+                    progress.advance(task)
+                if metrics is None:
+                    continue
+                monitor = metrics["selection"]["monitor"].removeprefix("valid ")
+                rows.append({"trial": run_dir.name, **params, "monitor": monitor, "valid": metrics["valid"][monitor],
+                             "best_epoch": metrics["selection"]["best_epoch"],
+                             "filter_seen": metrics["protocol"]["filter_seen"]})
+                done.add(run_dir.name)
                 progress.advance(task)
-                continue
-            monitor = metrics["selection"]["monitor"].removeprefix("valid ")
-            rows.append({"trial": run_dir.name, **params, "monitor": monitor, "valid": metrics["valid"][monitor],
-                         "best_epoch": metrics["selection"]["best_epoch"],
-                         "filter_seen": metrics["protocol"]["filter_seen"]})
-            progress.advance(task)
     if not rows:
         raise ConfigError("no trial of the search space could run")
     rows.sort(key=lambda r: r["valid"], reverse=True)
