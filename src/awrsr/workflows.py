@@ -16,6 +16,7 @@ import lightning as L
 import numpy as np
 import torch
 import yaml
+from filelock import FileLock, Timeout
 from rich.console import Console
 from rich.table import Table
 from torch import Tensor
@@ -87,6 +88,15 @@ def print_results(console: Console, columns: dict[str, dict[str, float]], ks: li
     console.print(table)
 
 
+def run_lock(run_dir: Path) -> FileLock:
+    """The lock a process holds while it trains into ``run_dir``, a hidden file beside it (so it
+    never looks like a run). The operating system drops it if the process dies, and it is
+    re-entrant within a process (compare and tune hold it around ``fit``)."""
+    run_dir = run_dir.resolve()
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(run_dir.parent / f".{run_dir.name}.lock", is_singleton=True)
+
+
 def fit(
     data: DataConfig, model: ModelConfig, train: TrainConfig, evaluation: EvalConfig,
     output_dir: str | Path, frame: Any = None, console: Console | None = None, resume: bool = False,
@@ -94,8 +104,26 @@ def fit(
     """Train ``model`` on ``data``, select by validation, score the test set once, save the artifact.
 
     ``resume`` continues the run in ``output_dir`` from its last checkpoint; the configuration must be
-    the one it was started with, except for the fields in ``RESUMABLE_CHANGES``."""
-    console = console or Console()
+    the one it was started with, except for the fields in ``RESUMABLE_CHANGES``. Two processes
+    never train into one directory: the second gets a clear error."""
+    run_dir = Path(output_dir)
+    lock = run_lock(run_dir)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        raise ArtifactError(
+            f"{run_dir}: another process is training into this directory; wait for it or choose another output_dir"
+        ) from None
+    try:
+        return _fit(data, model, train, evaluation, run_dir, frame, console or Console(), resume)
+    finally:
+        lock.release()
+
+
+def _fit(
+    data: DataConfig, model: ModelConfig, train: TrainConfig, evaluation: EvalConfig,
+    run_dir: Path, frame: Any, console: Console, resume: bool,
+) -> FitResult:
     valid_names = metric_names(evaluation.ks)
     if train.monitor not in valid_names:
         raise ConfigError(
@@ -104,7 +132,6 @@ def fit(
         )
     if train.num_threads:
         torch.set_num_threads(train.num_threads)
-    run_dir = Path(output_dir)
     parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
     config = {name: asdict(part) for name, part in parts.items()}
     started_with = check_resumable(run_dir, parts) if resume else None

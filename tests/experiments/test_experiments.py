@@ -136,7 +136,9 @@ def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, 
     import threading
     import time
 
-    from awrsr.experiments.runs import run_lock, run_or_reuse
+    from awrsr.experiments.runs import run_or_reuse
+    from awrsr.run_config import load_fit_config
+    from awrsr.workflows import fit, run_lock
 
     run_compare(base_config, ["add"], [1], tmp_path / "done", extra=parse_sets(TINY), console=QUIET)
     shared = tmp_path / "shared"
@@ -156,6 +158,8 @@ def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, 
     held.wait(30)
     options = {**parse_sets(TINY), "model.refine": "add", "train.seed": 1}
     assert run_or_reuse(base_config, options, shared / "add" / "seed-1", QUIET, wait=False) is None
+    with pytest.raises(ArtifactError, match="another process is training into this directory"):
+        fit(**load_fit_config(["--config", base_config, *option_args(options), "--output_dir", str(shared / "add" / "seed-1")]), console=QUIET)
     assert not (shared / "add" / "seed-1").exists()
     go_on.set()
     console = Console(file=io.StringIO(), width=200)

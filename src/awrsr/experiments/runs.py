@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import yaml
-from filelock import FileLock, Timeout
+from filelock import Timeout
 from rich.console import Console
 
 from awrsr.errors import ArtifactError, ConfigError
@@ -58,13 +58,6 @@ def finished_run(config: str, options: dict[str, Any], run_dir: Path) -> tuple[d
     return resolved, json.loads(metrics_file.read_text())
 
 
-def run_lock(run_dir: Path) -> FileLock:
-    """The lock a process holds while it trains ``run_dir``, beside it (hidden, so it never looks
-    like a run); the operating system drops it when the process dies."""
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    return FileLock(run_dir.parent / f".{run_dir.name}.lock")
-
-
 def run_or_reuse(
     config: str, options: dict[str, Any], run_dir: Path, console: Console, wait: bool = True,
 ) -> dict[str, Any] | None:
@@ -73,7 +66,7 @@ def run_or_reuse(
     configuration (see ``finished_run``). An interrupted run (a checkpoint but no metrics)
     continues from its last checkpoint. While another process trains the run, this one waits for
     it and reuses its result, or with ``wait=False`` returns None at once."""
-    from awrsr.workflows import fit
+    from awrsr.workflows import fit, run_lock
 
     resolved, metrics = finished_run(config, options, run_dir)
     if metrics is not None:
