@@ -28,7 +28,9 @@ from awrsr.data import (
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
-from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, save_artifact
+from awrsr.infer.artifact import (
+    CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, save_artifact, write_metrics,
+)
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.run_config import config_differences
 from awrsr.train import TrainConfig, train_model
@@ -36,6 +38,7 @@ from awrsr.train.trainer import CHECKPOINT_DIR, RUN_RECORD
 
 
 TEST_RANKS_FILE = "test_ranks.npy"
+RUN_LOCK_FILE = ".awrsr.lock"
 # What may change when a run is resumed: the stopping budget, the machine, where the data lives.
 RESUMABLE_CHANGES = {
     "train": {"max_epochs", "max_time", "patience", "val_every", "progress_bar", "num_threads", "accelerator"},
@@ -89,12 +92,13 @@ def print_results(console: Console, columns: dict[str, dict[str, float]], ks: li
 
 
 def run_lock(run_dir: Path) -> FileLock:
-    """The lock a process holds while it trains into ``run_dir``, a hidden file beside it (so it
-    never looks like a run). The operating system drops it if the process dies, and it is
-    re-entrant within a process (compare and tune hold it around ``fit``)."""
-    run_dir = run_dir.resolve()
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    return FileLock(run_dir.parent / f".{run_dir.name}.lock", is_singleton=True)
+    """The lock a process holds while it trains into ``run_dir`` (a hidden file in it). The
+    operating system drops it if the process dies, and it is re-entrant within a process
+    (compare and tune hold it around ``fit``). It relies on the file system's locks: on a
+    network file system without them (NFS mounted ``nolock``), machines do not see each
+    other's locks."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return FileLock(run_dir.resolve() / RUN_LOCK_FILE, is_singleton=True)
 
 
 def fit(
@@ -157,7 +161,7 @@ def _fit(
         raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:  # from here the directory holds a new run; a finished one there must not survive half
-        for name in (*REQUIRED_FILES, METRICS_FILE, TEST_RANKS_FILE):
+        for name in (METRICS_FILE, *REQUIRED_FILES, TEST_RANKS_FILE):  # the "finished" mark first
             (run_dir / name).unlink(missing_ok=True)
     outcome = train_model(
         net, split, train, evaluation, model.max_len, run_dir, resume=resume,
@@ -196,9 +200,10 @@ def _fit(
         "seed": train.seed,
         "code_version": code_version(),
     }
-    save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net, metrics=metrics)
+    save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net)
     # Per-user test ranks, for NDCG@N curves and per-user comparisons (users in split order).
     np.save(run_dir / TEST_RANKS_FILE, ranks["test"].numpy().astype(np.int32))
+    write_metrics(run_dir, metrics)  # last: other processes take metrics.json as "finished"
     print_results(
         console,
         {

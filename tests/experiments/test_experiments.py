@@ -109,6 +109,10 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     stored.unlink()
     np.testing.assert_array_equal(held_out_ranks(stored.parent), expected)
     assert len(draw_figures(tmp_path, tmp_path / "again")) == len(files)
+    # a run still training (its history, no metrics.json yet) is not drawn: seed 1 stands for "add"
+    (tmp_path / "add" / "seed-0").mkdir()
+    shutil.copy(tmp_path / "add" / "seed-1" / "history.csv", tmp_path / "add" / "seed-0" / "history.csv")
+    assert len(draw_figures(tmp_path, tmp_path / "third")) == len(files)
 
 
 def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_config, tmp_path):
@@ -134,39 +138,41 @@ def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_
 
 def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, tmp_path):
     import threading
-    import time
 
     from awrsr.experiments.runs import run_or_reuse
     from awrsr.run_config import load_fit_config
     from awrsr.workflows import fit, run_lock
 
     run_compare(base_config, ["add"], [1], tmp_path / "done", extra=parse_sets(TINY), console=QUIET)
-    shared = tmp_path / "shared"
-    held, go_on = threading.Event(), threading.Event()
+    done, shared = tmp_path / "done" / "add" / "seed-1", tmp_path / "shared"
+    held, compare_waits = threading.Event(), threading.Event()
 
-    def other_process():  # holds the run, then finishes it while compare trains the base
+    class Watched(io.StringIO):  # compare's console: tells the other "process" when compare waits
+        def write(self, text):
+            if "waiting for its result" in text:
+                compare_waits.set()
+            return super().write(text)
+
+    def other_process():  # holds the run; finishes it only once compare waits for it
         with run_lock(shared / "add" / "seed-1"):
             held.set()
-            go_on.wait(30)
-            while not (shared / "none" / "seed-1" / "metrics.json").is_file():
-                time.sleep(0.05)
-            time.sleep(1.0)  # compare has reached this run by now, found it busy, and waits
-            shutil.copytree(tmp_path / "done" / "add" / "seed-1", shared / "add" / "seed-1")
+            assert compare_waits.wait(120)
+            shutil.copytree(done, shared / "add" / "seed-1", dirs_exist_ok=True, ignore=shutil.ignore_patterns("metrics.json"))
+            shutil.copy(done / "metrics.json", shared / "add" / "seed-1" / "metrics.json")  # the "finished" mark last
 
     other = threading.Thread(target=other_process)
     other.start()
-    held.wait(30)
+    assert held.wait(30)
     options = {**parse_sets(TINY), "model.refine": "add", "train.seed": 1}
     assert run_or_reuse(base_config, options, shared / "add" / "seed-1", QUIET, wait=False) is None
     with pytest.raises(ArtifactError, match="another process is training into this directory"):
         fit(**load_fit_config(["--config", base_config, *option_args(options), "--output_dir", str(shared / "add" / "seed-1")]), console=QUIET)
-    assert not (shared / "add" / "seed-1").exists()
-    go_on.set()
-    console = Console(file=io.StringIO(), width=200)
+    assert {p.name for p in (shared / "add" / "seed-1").iterdir()} == {".awrsr.lock"}  # nothing trained there
+    console = Console(file=Watched(), width=200)
     table = run_compare(base_config, ["add"], [1], shared, extra=parse_sets(TINY), console=console)
     other.join()
-    assert "coming back to it last" in console.file.getvalue() and "waiting for its result" in console.file.getvalue()
-    finished = json.loads((tmp_path / "done" / "add" / "seed-1" / "metrics.json").read_text())
+    assert "coming back to it last" in console.file.getvalue()
+    finished = json.loads((done / "metrics.json").read_text())
     assert table["add"]["ndcg@5"].mean == finished["test"]["ndcg@5"]  # its result, not a second training
     assert (shared / "none" / "seed-1" / "metrics.json").is_file()
 

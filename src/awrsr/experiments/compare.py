@@ -4,7 +4,6 @@ p-value)."""
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ import yaml
 from rich.console import Console
 
 from awrsr.errors import ConfigError
+from awrsr.files import csv_text, write_text_atomic
 from awrsr.experiments.runs import finished_run, option_args, run_or_reuse
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 
@@ -30,6 +30,8 @@ class Cell:
     improvement: float  # % over its reference's mean on the shared seeds (nan for a reference)
     p_value: float  # paired over the shared seeds against its reference (nan for a reference)
     runs: int  # seeds behind mean and std
+    pairs: int  # seeds shared with the reference, behind improvement and p-value
+    is_reference: bool = False
 
 
 def variant_options(
@@ -157,11 +159,11 @@ def tabulate(
         for m in metrics:
             mean, std = mean_std([runs[s][m] for s in sorted(runs)])
             if variant == reference or not seeds:
-                row[m] = Cell(mean, std, math.nan, math.nan, len(runs))
+                row[m] = Cell(mean, std, math.nan, math.nan, len(runs), 0, is_reference=variant == reference)
             else:
                 shared, base_shared = [runs[s][m] for s in seeds], [base_runs[s][m] for s in seeds]
                 improvement = relative_improvement(mean_std(shared)[0], mean_std(base_shared)[0])
-                row[m] = Cell(mean, std, improvement, paired_p_value(shared, base_shared), len(runs))
+                row[m] = Cell(mean, std, improvement, paired_p_value(shared, base_shared), len(runs), len(seeds))
         table[variant] = row
     return table
 
@@ -175,22 +177,21 @@ def write_outputs(
     finished yet (a partial table says so)."""
     output_dir.mkdir(parents=True, exist_ok=True)
     metric_names = sorted({m for r in records for m in r["metrics"]["test"]})
-    with open(output_dir / "runs.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["variant", "seed", "best_epoch", "epochs", "mean_epoch_s", *[f"test_{m}" for m in metric_names], "run_dir"])
-        for r in records:
-            m = r["metrics"]
-            writer.writerow([
-                r["variant"], r["seed"], m["selection"]["best_epoch"], m["selection"]["epochs_trained"],
-                m["time"]["mean_epoch_s"], *[m["test"][n] for n in metric_names], r["run_dir"],
-            ])
+    rows = [["variant", "seed", "best_epoch", "epochs", "mean_epoch_s", *[f"test_{m}" for m in metric_names], "run_dir"]]
+    for r in records:
+        m = r["metrics"]
+        rows.append([
+            r["variant"], r["seed"], m["selection"]["best_epoch"], m["selection"]["epochs_trained"],
+            m["time"]["mean_epoch_s"], *[m["test"][n] for n in metric_names], r["run_dir"],
+        ])
+    write_text_atomic(output_dir / "runs.csv", csv_text(rows))
     metrics = list(next(iter(table.values())))
-    with open(output_dir / "table.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["variant", "runs", *[f"{m}_{part}" for m in metrics for part in ("mean", "std", "improvement_pct", "p_value")]])
-        for variant, row in table.items():
-            runs = next(iter(row.values())).runs
-            writer.writerow([variant, runs, *[v for m in metrics for v in (row[m].mean, row[m].std, row[m].improvement, row[m].p_value)]])
+    rows = [["variant", "runs", "pairs", *[f"{m}_{part}" for m in metrics for part in ("mean", "std", "improvement_pct", "p_value")]]]
+    for variant, row in table.items():
+        first = next(iter(row.values()))
+        rows.append([variant, first.runs, first.pairs,
+                     *[v for m in metrics for v in (row[m].mean, row[m].std, row[m].improvement, row[m].p_value)]])
+    write_text_atomic(output_dir / "table.csv", csv_text(rows))
     seeds = sorted({r["seed"] for r in records})
     switches = {r["metrics"]["protocol"]["filter_seen"] for r in records}
     seen = "seen items filtered" if switches == {True} else "seen items NOT filtered" if switches == {False} else "MIXED seen-item filtering"
@@ -203,20 +204,26 @@ def write_outputs(
         "|---" * (len(metrics) + 2) + "|",
     ]
     for variant, row in table.items():
+        first = next(iter(row.values()))
+        reference = other_references.get(variant, "the base") if other_references else "the base"
         cells = []
         for m in metrics:
             c = row[m]
-            cell = f"{c.mean:.4f} ± {c.std:.4f}"
-            if not math.isnan(c.improvement):
-                p = "n/a" if math.isnan(c.p_value) else f"{c.p_value:.3f}"  # n/a: fewer than two pairs
+            cell = f"{c.mean:.4f} ± {c.std:.4f}" if c.runs > 1 else f"{c.mean:.4f}"  # no spread from one run
+            if c.pairs:
+                p = f"{c.p_value:.3f}" if c.pairs > 1 else "n/a"  # a t-test needs two pairs
                 cell += f" ({c.improvement:+.2f}%, p={p})"
+            elif not c.is_reference:
+                cell += f" (no seed shared with {reference})"
             cells.append(cell)
         label = f"{variant} (vs {other_references[variant]})" if variant in (other_references or {}) else variant
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {next(iter(row.values())).runs} |")
+        counted = str(first.runs) if first.is_reference or first.pairs == first.runs else f"{first.runs} ({first.pairs} paired)"
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {counted} |")
     if missing:
         lines += [
             "",
-            f"Partial table: {len(missing)} run(s) not finished ({', '.join(missing)}); improvements and "
-            "p-values use the seeds a variant shares with its reference.",
+            f"Partial table: {len(missing)} run(s) not finished ({', '.join(missing)}). Improvements and "
+            "p-values compare only the seeds a variant shares with its reference (paired), so they may "
+            "differ from the ratio of the means shown.",
         ]
-    (output_dir / "table.md").write_text("\n".join(lines) + "\n")
+    write_text_atomic(output_dir / "table.md", "\n".join(lines) + "\n")

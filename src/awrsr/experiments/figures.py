@@ -20,7 +20,7 @@ import polars as pl  # noqa: E402
 import torch  # noqa: E402
 
 from awrsr.errors import ArtifactError  # noqa: E402
-from awrsr.workflows import TEST_RANKS_FILE  # noqa: E402
+from awrsr.infer.artifact import METRICS_FILE  # noqa: E402
 
 
 def _history(run_dir: Path) -> pl.DataFrame:
@@ -54,10 +54,11 @@ def plot_curves(runs: dict[str, Path], column: str, ylabel: str, out: Path) -> P
 def held_out_ranks(run_dir: Path) -> np.ndarray:
     """Each test user's rank of the held-out item: stored by ``awrsr fit``, or (for runs made
     before it was stored) computed again from the saved model on its dataset."""
+    from awrsr.workflows import TEST_RANKS_FILE, rank_artifact
+
     path = run_dir / TEST_RANKS_FILE
     if path.is_file():
         return np.load(path)
-    from awrsr.workflows import rank_artifact
 
     return rank_artifact(run_dir, split="test").ranks.numpy()
 
@@ -116,17 +117,17 @@ def draw_figures(directory: str | Path, output_dir: str | Path | None = None, us
     directory = Path(directory)
     out = Path(output_dir) if output_dir else directory / "figures"
     out.mkdir(parents=True, exist_ok=True)
-    if (directory / "history.csv").is_file():
+    if (directory / METRICS_FILE).is_file():  # a finished run (metrics.json is written last)
         runs = {directory.name: directory}
         attention_runs = [directory]
     else:
         runs = {}
         for variant in _variant_dirs(directory, out):
-            seeds = sorted((p for p in variant.iterdir() if (p / "history.csv").is_file()), key=_seed_order)
+            seeds = sorted((p for p in variant.iterdir() if (p / METRICS_FILE).is_file()), key=_seed_order)
             if seeds:
                 runs[variant.name] = seeds[0]
         if not runs:
-            raise ArtifactError(f"{directory}: neither a run directory nor a compare directory with a finished run")
+            raise ArtifactError(f"{directory}: neither a finished run directory nor a compare directory with a finished run")
         attention_runs = list(runs.values())
     files = [
         plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png"),

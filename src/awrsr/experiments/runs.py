@@ -46,7 +46,9 @@ def finished_run(config: str, options: dict[str, Any], run_dir: Path) -> tuple[d
     args = ["--config", config, *option_args(options), "--train.progress_bar", "false", "--output_dir", str(run_dir)]
     resolved = load_fit_config(args)
     metrics_file = run_dir / METRICS_FILE
-    if not metrics_file.is_file():
+    try:
+        metrics = json.loads(metrics_file.read_text())
+    except (OSError, ValueError):  # absent, or unreadable: not finished (training rewrites it)
         return resolved, None
     stored = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).is_file() else {}
     differing = config_differences(stored or {}, {k: resolved[k] for k in RESOLVED_SECTIONS})
@@ -55,7 +57,7 @@ def finished_run(config: str, options: dict[str, Any], run_dir: Path) -> tuple[d
             f"{run_dir} holds a finished run of another configuration (differs in {', '.join(differing[:6])}); "
             "use another output_dir"
         )
-    return resolved, json.loads(metrics_file.read_text())
+    return resolved, metrics
 
 
 def run_or_reuse(

@@ -16,12 +16,10 @@ trial is never re-run and an interrupted search resumes. Only validation metrics
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import itertools
 import json
 import random
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from rich.progress import Progress
 
 from awrsr.errors import ConfigError
 from awrsr.experiments.runs import known_keys, run_or_reuse
+from awrsr.files import csv_text, write_text_atomic
 
 
 def load_search_space(path: str | Path) -> dict[str, list[Any]]:
@@ -103,12 +102,10 @@ def run_tune(
         raise ConfigError("no trial of the search space could run")
     rows.sort(key=lambda r: r["valid"], reverse=True)
     output_dir.mkdir(parents=True, exist_ok=True)
-    with open(output_dir / "trials.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    # Atomic writes: processes sharing the search may finish (and write these) at the same time.
+    write_text_atomic(output_dir / "trials.csv", csv_text([list(rows[0]), *[list(r.values()) for r in rows]]))
     best = rows[0]
-    shutil.copy(output_dir / best["trial"] / "config.yaml", output_dir / "best.yaml")
+    write_text_atomic(output_dir / "best.yaml", (output_dir / best["trial"] / "config.yaml").read_text())
     console.print(f"best trial {best['trial']}: valid {best['monitor']} = {best['valid']:.4f} with "
                   + ", ".join(f"{k}={best[k]}" for k in space))
     return best

@@ -20,6 +20,7 @@ from torch import nn
 
 from awrsr.data import Vocabulary
 from awrsr.errors import ArtifactError, AwrsrError
+from awrsr.files import write_text_atomic
 from awrsr.models import ModelConfig, build_model
 
 CONFIG_FILE = "config.yaml"
@@ -46,7 +47,7 @@ def save_artifact(
     """Write the artifact files into ``directory`` (created if needed)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
+    write_text_atomic(directory / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
     vocab.save(directory / VOCAB_FILE)
     state = {name: t.detach().contiguous().cpu() for name, t in model.state_dict().items()}
     save_file(state, str(directory / WEIGHTS_FILE))
@@ -56,7 +57,8 @@ def save_artifact(
 
 
 def write_metrics(directory: str | Path, metrics: dict[str, Any]) -> None:
-    (Path(directory) / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n")
+    """metrics.json, written atomically: its presence marks a finished run to other processes."""
+    write_text_atomic(Path(directory) / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
 
 
 def model_config_from_dict(values: dict[str, Any], source: str) -> ModelConfig:

@@ -1,0 +1,29 @@
+"""Writing result files so that a concurrent reader sees the old file or the new one, never half."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path`` (atomic on
+    POSIX and Windows): other processes polling for results, and a crash mid-write, can never
+    leave a truncated file."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def csv_text(rows: Sequence[Sequence[Any]]) -> str:
+    """Rows as CSV text (header first), for ``write_text_atomic``."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
