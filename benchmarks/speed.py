@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from awrsr.data import DataConfig, leave_one_out, load_sequence_data  # noqa: E402
 from awrsr.eval import FullRankingEvaluator, rank_batch  # noqa: E402
-from awrsr.models import ModelConfig, build_model  # noqa: E402
+from awrsr.models import ModelConfig, build_model, served_parameters  # noqa: E402
 from awrsr.nn.attention.calibrated import perturbation_parameters, recommender_parameters  # noqa: E402
 from awrsr.nn.losses import LOSSES  # noqa: E402
 from awrsr.train.module import adversarial_losses  # noqa: E402
@@ -115,6 +115,7 @@ def main() -> None:
     parser.add_argument(
         "--variants-file", help="YAML of named model variants (configs/compare/*.yaml); replaces --refinements",
     )
+    parser.add_argument("--parameters-only", action="store_true", help="count parameters (trained, served); time nothing")
     args = parser.parse_args()
     if args.variants_file:
         from awrsr.experiments.compare import load_variants_file
@@ -136,32 +137,41 @@ def main() -> None:
                     torch.manual_seed(0)
                     cfg = ModelConfig(**{"max_len": max_len, "hidden_size": 64, "num_blocks": 2, "dropout": 0.2, **options})
                     model = build_model(cfg, dataset.num_items)
-                    epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps, loss)
-                    rank_batch(model.eval(), evaluator.batches[0])  # warm-up, not timed
-                    started = time.perf_counter()
-                    evaluator.evaluate(model)
-                    eval_s = time.perf_counter() - started
                     row = {
                         "dataset": name, "users": dataset.num_users, "items": dataset.num_items, "max_len": max_len,
                         "model": variant, "loss": loss, "parameters": sum(p.numel() for p in model.parameters()),
-                        "precision": precision, "batches": len(loader), "timed_batches": steps,
-                        "train_epoch_s": round(epoch_s, 2), "eval_all_users_s": round(eval_s, 2),
-                        "inference_users_per_s": round(len(split.test.targets) / eval_s, 1),
+                        # what recommending touches: less than the above for AC-TSR-lite (no calibrators)
+                        "served_parameters": served_parameters(model, max_len, dataset.num_items),
+                        "precision": precision, "batches": len(loader),
                     }
+                    if not args.parameters_only:
+                        epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps, loss)
+                        rank_batch(model.eval(), evaluator.batches[0])  # warm-up, not timed
+                        started = time.perf_counter()
+                        evaluator.evaluate(model)
+                        eval_s = time.perf_counter() - started
+                        row.update({
+                            "timed_batches": steps, "train_epoch_s": round(epoch_s, 2), "eval_all_users_s": round(eval_s, 2),
+                            "inference_users_per_s": round(len(split.test.targets) / eval_s, 1),
+                        })
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-                    if args.profile:
+                    if args.profile and not args.parameters_only:
                         print(profile_step(model, loader, precision))
 
     machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
     md = [
         f"Machine: {machine}. d=64, 2 blocks, 1 head, full CE, batch 128.", "",
-        "| dataset | n | model | parameters | precision | batches/epoch | s / training epoch | s / full-ranking eval (all users) | inference (users/s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| dataset | n | model | parameters (trained) | parameters (served) | precision | batches/epoch "
+        "| s / training epoch | s / full-ranking eval (all users) | inference (users/s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     md += [
-        f"| {r['dataset']} | {r['max_len']} | {r['model']} | {r['parameters'] / 1e6:.3f}M | {r['precision']} | {r['batches']} "
-        f"| {r['train_epoch_s']:.1f} | {r['eval_all_users_s']:.2f} | {r['inference_users_per_s']:,.0f} |"
+        f"| {r['dataset']} | {r['max_len']} | {r['model']} | {r['parameters'] / 1e6:.3f}M | {r['served_parameters'] / 1e6:.3f}M "
+        f"| {r['precision']} | {r['batches']} | "
+        + (" | ".join(["-"] * 3) if args.parameters_only else
+           f"{r['train_epoch_s']:.1f} | {r['eval_all_users_s']:.2f} | {r['inference_users_per_s']:,.0f}")
+        + " |"
         for r in rows
     ]
     out = ROOT / "benchmarks" / "results"

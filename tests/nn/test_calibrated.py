@@ -211,6 +211,22 @@ def test_full_model_always_calibrates_and_drops_the_position_embedding_by_defaul
     assert with_positions.embedding.positions is not None
 
 
+def test_a_lite_model_serves_with_exactly_sasrecs_parameters():
+    from awrsr.models import served_parameters
+
+    def count(model):
+        return sum(p.numel() for p in model.parameters())
+
+    plain = build_tiny("sasrec", "dot", "none")
+    lite = build_tiny("sasrec", "calibrated", "none", ac_lite=True)
+    full = build_tiny("sasrec", "calibrated", "none", position_embedding=True)
+    assert served_parameters(plain, 8, 20) == count(plain)  # everything SASRec has serves
+    assert count(lite) > count(plain)  # trained with the calibrators...
+    assert served_parameters(lite, 8, 20) == count(plain)  # ...served without them
+    assert served_parameters(full, 8, 20) > count(plain)  # full AC-SASRec serves calibrated
+    assert lite.training  # the count leaves the mode as it found it
+
+
 # --- config errors -------------------------------------------------------------------------------
 
 

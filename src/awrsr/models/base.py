@@ -72,3 +72,22 @@ class SequenceBackbone(nn.Module):
     def score_next(self, input_ids: Tensor) -> Tensor:
         """Scores (B, num_items) of the next item after each history in ``input_ids`` (B, n)."""
         return self.score_all(self.next_hidden(input_ids))
+
+
+def served_parameters(model: nn.Module, max_len: int, num_items: int) -> int:
+    """How many parameters recommending touches: those an eval-mode ``score_next`` reaches. It
+    differs from the trained count where training-only parts exist (AC-TSR-lite's calibrators,
+    which the served model skips)."""
+    was_training = model.training
+    model.eval()
+    try:
+        model.zero_grad(set_to_none=True)
+        histories = torch.randint(1, num_items + 1, (2, max_len))
+        histories[0, : max_len // 2] = 0  # a padded history too
+        model.score_next(histories).sum().backward()
+        used = sum(p.numel() for p in model.parameters() if p.grad is not None)
+        model.zero_grad(set_to_none=True)
+        return used
+    finally:
+        model.train(was_training)
+
