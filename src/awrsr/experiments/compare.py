@@ -198,11 +198,15 @@ def write_outputs(
     lines = [
         f"Test metrics at the best validation epoch (full ranking, {seen}), mean ± std over seeds {seeds}; "
         f"improvement over the base mean in %, paired t-test p-value over seeds ({key}; "
-        "a variant marked 'vs X' is compared with X instead).",
+        "a variant marked 'vs X' is compared with X instead). s / epoch: these runs' mean training "
+        "seconds per epoch (it depends on the machine and on what ran beside them).",
         "",
-        "| " + key + " | " + " | ".join(LABELS.get(m, m) for m in metrics) + " | seeds |",
-        "|---" * (len(metrics) + 2) + "|",
+        "| " + key + " | " + " | ".join(LABELS.get(m, m) for m in metrics) + " | seeds | s / epoch |",
+        "|---" * (len(metrics) + 3) + "|",
     ]
+    epoch_seconds: dict[str, list[float]] = {}
+    for r in records:
+        epoch_seconds.setdefault(r["variant"], []).append(r["metrics"]["time"]["mean_epoch_s"])
     for variant, row in table.items():
         first = next(iter(row.values()))
         reference = other_references.get(variant, "the base") if other_references else "the base"
@@ -218,7 +222,8 @@ def write_outputs(
             cells.append(cell)
         label = f"{variant} (vs {other_references[variant]})" if variant in (other_references or {}) else variant
         counted = str(first.runs) if first.is_reference or first.pairs == first.runs else f"{first.runs} ({first.pairs} paired)"
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {counted} |")
+        seconds = sum(epoch_seconds[variant]) / len(epoch_seconds[variant])
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {counted} | {seconds:.1f} |")
     if missing:
         lines += [
             "",
