@@ -114,3 +114,13 @@ def test_training_step_gives_finite_gradients(name, attention, refine):
     loss.backward()
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
+@COMBINATIONS
+def test_every_parameter_serves(name, attention, refine):
+    """Recommending reaches every parameter: none is dead weight (training-only parts are opt-in,
+    like AC-TSR-lite's calibrators, tested in tests/nn/test_calibrated.py)."""
+    from awrsr.models import served_parameters
+
+    model = build_tiny(name, attention, refine)
+    assert served_parameters(model, 8, 20) == sum(p.numel() for p in model.parameters())
