@@ -133,7 +133,7 @@ def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_
     # the improvement is paired: against the base's seed 1 only, not the mean of both seeds
     assert add.improvement == pytest.approx(relative_improvement(add.mean, base_seed1["test"]["ndcg@5"]))
     md = (partial / "table.md").read_text()
-    assert "add seed 2" in md and "p=n/a" in md and "Partial table" in md
+    assert "add seed 2 (not started)" in md and "p=n/a" in md and "Partial table" in md
 
 
 def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, tmp_path):
@@ -168,6 +168,10 @@ def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, 
     with pytest.raises(ArtifactError, match="another process is training into this directory"):
         fit(**load_fit_config(["--config", base_config, *option_args(options), "--output_dir", str(shared / "add" / "seed-1")]), console=QUIET)
     assert {p.name for p in (shared / "add" / "seed-1").iterdir()} == {".awrsr.lock"}  # nothing trained there
+    shutil.copytree(tmp_path / "done" / "none", shared / "none")  # a finished base, for a partial table
+    run_compare(base_config, ["add"], [1], shared, extra=parse_sets(TINY), console=QUIET, report_only=True)
+    assert "add seed 1 (training now)" in (shared / "table.md").read_text()
+    shutil.rmtree(shared / "none")
     console = Console(file=Watched(), width=200)
     table = run_compare(base_config, ["add"], [1], shared, extra=parse_sets(TINY), console=console)
     other.join()

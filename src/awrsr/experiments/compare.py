@@ -117,13 +117,34 @@ def run_compare(
         {"variant": name, "seed": seed, "run_dir": str(output_dir / name / f"seed-{seed}"), "metrics": results[name, seed]}
         for name, seed in runs if (name, seed) in results
     ]
-    missing = [f"{name} seed {seed}" for name, seed in runs if (name, seed) not in results]
+    missing = [
+        f"{name} seed {seed} ({run_status(output_dir / name / f'seed-{seed}')})"
+        for name, seed in runs if (name, seed) not in results
+    ]
     if not records:
         raise ConfigError(f"{output_dir}: no finished run of this comparison yet (missing: {', '.join(missing)})")
     table = tabulate(records, base, references=references)
     write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
     console.print((output_dir / "table.md").read_text())
     return table
+
+
+def run_status(run_dir: Path) -> str:
+    """Where an unfinished run stands: being trained by some process, interrupted, or not begun."""
+    from filelock import Timeout
+
+    from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT
+    from awrsr.workflows import RUN_LOCK_FILE, run_lock
+
+    if (run_dir / RUN_LOCK_FILE).is_file():
+        try:
+            with run_lock(run_dir).acquire(blocking=False):
+                pass
+        except Timeout:
+            return "training now"
+    if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
+        return "interrupted; it resumes"
+    return "not started"
 
 
 def split_references(options: dict[str, dict[str, Any]], base: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
