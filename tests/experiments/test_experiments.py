@@ -92,6 +92,40 @@ def test_tune_selects_on_validation_and_resumes(base_config, tmp_path):
         run_tune(base_config, space, tmp_path, extra={**extra, "train.max_epochs": "3"}, console=QUIET)
 
 
+def test_tune_shares_a_search_with_another_process(base_config, tmp_path):
+    import threading
+
+    from awrsr.workflows import run_lock
+
+    extra, space = parse_sets(TINY), {"train.lr": [0.01, 0.001]}
+    run_tune(base_config, space, tmp_path / "done", extra=extra, console=QUIET)
+    busy = f"trial-{trial_id({'train.lr': 0.01})}"
+    held, tune_waits = threading.Event(), threading.Event()
+
+    class Watched(io.StringIO):
+        def write(self, text):
+            if "waiting for its result" in text:
+                tune_waits.set()
+            return super().write(text)
+
+    def other_process():  # trains the lr = 0.01 trial (here: finishes it once tune waits for it)
+        with run_lock(tmp_path / "shared" / busy):
+            held.set()
+            assert tune_waits.wait(120)
+            shutil.copytree(tmp_path / "done" / busy, tmp_path / "shared" / busy, dirs_exist_ok=True)
+
+    other = threading.Thread(target=other_process)
+    other.start()
+    assert held.wait(30)
+    console = Console(file=Watched(), width=200)
+    best = run_tune(base_config, space, tmp_path / "shared", extra=extra, console=console)
+    other.join()
+    rows = (tmp_path / "shared" / "trials.csv").read_text().splitlines()
+    assert len(rows) == 1 + 2  # each trial once: the one trained here and the awaited one
+    assert (tmp_path / "shared" / busy / "metrics.json").read_text() == (tmp_path / "done" / busy / "metrics.json").read_text()
+    assert best == run_tune(base_config, space, tmp_path / "done", extra=extra, console=QUIET)
+
+
 def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     from awrsr.experiments.figures import draw_figures, held_out_ranks
 
