@@ -113,3 +113,26 @@ def test_evaluate_refuses_data_other_than_the_training_data(trained_run, tmp_pat
     other.write_text("".join(f"{u} {' '.join(str(i) for i in range(1, 8))}\n" for u in range(1, 30)))
     with pytest.raises(ArtifactError, match="fingerprint"):
         evaluate(trained_run.run_dir, data_path=str(other), console=Console(quiet=True))
+
+
+def test_code_version_names_the_commit_and_uncommitted_changes(tmp_path):
+    import subprocess
+
+    import awrsr
+    from awrsr.workflows import source_version
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    assert source_version(tmp_path) == awrsr.__version__  # not a checkout: the version alone
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "module.py").write_text("x = 1\n")
+    git("add", "module.py")
+    git("commit", "-q", "-m", "first")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert source_version(tmp_path) == f"{awrsr.__version__}+g{commit}"
+    (tmp_path / "module.py").write_text("x = 2\n")  # code edited after the commit
+    assert source_version(tmp_path) == f"{awrsr.__version__}+g{commit}.dirty"

@@ -6,6 +6,7 @@ returns plain records, so the CLI stays a thin layer and Python users get the sa
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -56,16 +57,27 @@ def metric_names(ks: list[int]) -> list[str]:
     return [f"{m}@{k}" for m in ("hr", "ndcg") for k in ks] + ["mrr"]
 
 
+@functools.lru_cache(maxsize=None)
 def code_version() -> str:
-    """The package version, plus the git commit when running from a checkout."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=Path(awrsr.__file__).parent,
-            capture_output=True, text=True, timeout=5, check=True,
+    """The package version, plus the git commit of the imported code when it runs from a checkout
+    (".dirty" if that tree has uncommitted changes). Computed once per process, at its first fit,
+    so a long comparison records the code it imported, not a commit made while it ran."""
+    return source_version(Path(awrsr.__file__).parent)
+
+
+def source_version(directory: Path) -> str:
+    """``awrsr.__version__`` + "+g<commit>[.dirty]" for a package directory inside a git checkout."""
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=directory, capture_output=True, text=True, timeout=5, check=True,
         ).stdout.strip()
-        return f"{awrsr.__version__}+g{commit}"
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
     except (OSError, subprocess.SubprocessError):
         return awrsr.__version__
+    return f"{awrsr.__version__}+g{commit}{'.dirty' if dirty else ''}"
 
 
 def protocol_record(evaluation: EvalConfig, split: LeaveOneOutSplit) -> dict[str, Any]:
@@ -134,6 +146,7 @@ def _fit(
             f"train.monitor {train.monitor!r} is not computed; with evaluation.ks={evaluation.ks} "
             f"it must be one of {', '.join(valid_names)}"
         )
+    version = code_version()  # now, before hours of training: the code this process runs
     if train.num_threads:
         torch.set_num_threads(train.num_threads)
     parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
@@ -198,7 +211,7 @@ def _fit(
         "protocol": protocol_record(evaluation, split),
         "dataset": {**dataset.fingerprint.to_dict(), "stats": dataset.stats.to_dict()},
         "seed": train.seed,
-        "code_version": code_version(),
+        "code_version": version,
     }
     save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net)
     # Per-user test ranks, for NDCG@N curves and per-user comparisons (users in split order).
