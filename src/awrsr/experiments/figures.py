@@ -43,6 +43,7 @@ def plot_curves(runs: dict[str, Path], column: str, ylabel: str, out: Path) -> P
             drawn += 1
     if drawn:
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(ylabel)
         ax.legend()
         fig.tight_layout()
@@ -71,6 +72,7 @@ def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20) -> Path:
         gains = 1.0 / np.log2(ranks + 1.0)
         ax.plot(ns, [(gains * (ranks <= n)).mean() for n in ns], marker=".", label=label)
     ax.set_xlabel("N")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("test NDCG@N")
     ax.legend()
     fig.tight_layout()
