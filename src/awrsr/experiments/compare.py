@@ -14,8 +14,8 @@ import yaml
 from rich.console import Console
 
 from awrsr.errors import ConfigError
+from awrsr.experiments.runs import finished_run, option_args, run_or_reuse, run_status
 from awrsr.files import csv_text, write_text_atomic
-from awrsr.experiments.runs import finished_run, option_args, run_or_reuse
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
@@ -127,24 +127,6 @@ def run_compare(
     write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
     console.print((output_dir / "table.md").read_text())
     return table
-
-
-def run_status(run_dir: Path) -> str:
-    """Where an unfinished run stands: being trained by some process, interrupted, or not begun."""
-    from filelock import Timeout
-
-    from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT
-    from awrsr.workflows import RUN_LOCK_FILE, run_lock
-
-    if (run_dir / RUN_LOCK_FILE).is_file():
-        try:
-            with run_lock(run_dir).acquire(blocking=False):
-                pass
-        except Timeout:
-            return "training now"
-    if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
-        return "interrupted; it resumes"
-    return "not started"
 
 
 def split_references(options: dict[str, dict[str, Any]], base: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:

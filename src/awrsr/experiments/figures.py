@@ -60,7 +60,6 @@ def held_out_ranks(run_dir: Path) -> np.ndarray:
     path = run_dir / TEST_RANKS_FILE
     if path.is_file():
         return np.load(path)
-
     return rank_artifact(run_dir, split="test").ranks.numpy()
 
 

@@ -93,6 +93,21 @@ def run_or_reuse(
         lock.release()
 
 
+def run_status(run_dir: Path) -> str:
+    """Where an unfinished run stands: being trained by some process, interrupted, or not begun."""
+    from awrsr.workflows import RUN_LOCK_FILE, run_lock
+
+    if (run_dir / RUN_LOCK_FILE).is_file():
+        try:
+            with run_lock(run_dir).acquire(blocking=False):
+                pass
+        except Timeout:
+            return "training now"
+    if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
+        return "interrupted; it resumes"
+    return "not started"
+
+
 def known_keys() -> set[str]:
     """Every dotted option of a run config, e.g. ``train.lr`` and ``data.synthetic.num_users``."""
     defaults = load_fit_config([])

@@ -87,10 +87,10 @@ def run_tune(
                     metrics = run_or_reuse(config, {**(extra or {}), **params}, run_dir, console, wait)
                 except ConfigError as err:  # an impossible combination (e.g. 64 not divisible by 3 heads)
                     console.print(f"[yellow]skipped {params}: {err}[/yellow]")
-                    metrics = None
                     done.add(run_dir.name)
                     progress.advance(task)
-                if metrics is None:
+                    continue
+                if metrics is None:  # another process holds it: awaited in the second pass
                     continue
                 monitor = metrics["selection"]["monitor"].removeprefix("valid ")
                 rows.append({"trial": run_dir.name, **params, "monitor": monitor, "valid": metrics["valid"][monitor],

@@ -90,4 +90,3 @@ def served_parameters(model: nn.Module, max_len: int, num_items: int) -> int:
         return used
     finally:
         model.train(was_training)
-
