@@ -88,6 +88,52 @@ def test_chunked_cross_entropy_equals_the_dense_loss_and_gradients(chunk):
     assert torch.allclose(dense, chunked) and torch.allclose(dh, ch) and torch.allclose(dw, cw)
 
 
+def test_chunked_cross_entropy_scales_its_stored_gradients_by_the_upstream_gradient():
+    """The gradients are formed in the forward pass; backward must still apply d(outer)/d(loss),
+    also when the graph is walked twice (AC-TSR's two backward passes)."""
+    torch.manual_seed(3)
+    h = torch.randn(20, 6, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(11, 6, dtype=torch.float64, requires_grad=True)
+    t = torch.randint(0, 11, (20,))
+    dh, dw = torch.autograd.grad(2.5 * F.cross_entropy(h @ w.T, t) ** 2, (h, w))
+    loss = linear_cross_entropy(h, w, t, chunk=6)
+    outer = 2.5 * loss**2
+    first = torch.autograd.grad(outer, (h, w), retain_graph=True)
+    second = torch.autograd.grad(outer, (h, w))
+    for got in (first, second):
+        assert torch.allclose(got[0], dh) and torch.allclose(got[1], dw)
+
+
+def test_chunked_cross_entropy_without_gradients_gives_the_same_loss():
+    torch.manual_seed(4)
+    h = torch.randn(30, 5, requires_grad=True)
+    w = torch.randn(9, 5, requires_grad=True)
+    t = torch.randint(0, 9, (30,))
+    with_grad = linear_cross_entropy(h, w, t, chunk=8)
+    with torch.no_grad():
+        without = linear_cross_entropy(h, w, t, chunk=8)
+    assert torch.allclose(with_grad.detach(), without)
+    assert torch.allclose(linear_cross_entropy(h.detach(), w.detach(), t, chunk=8), without)
+    # only the hidden states trainable: the item table gets no gradient, the states the right one
+    frozen = linear_cross_entropy(h, w.detach(), t, chunk=8)
+    (dh,) = torch.autograd.grad(frozen, (h,))
+    assert torch.allclose(dh, torch.autograd.grad(F.cross_entropy(h @ w.detach().T, t), (h,))[0], atol=1e-6)
+
+
+def test_chunked_cross_entropy_under_bf16_autocast_is_close_to_fp32():
+    torch.manual_seed(5)
+    h = torch.randn(40, 16, requires_grad=True)
+    w = torch.randn(25, 16, requires_grad=True)
+    t = torch.randint(0, 25, (40,))
+    dh, dw = torch.autograd.grad(F.cross_entropy(h @ w.T, t), (h, w))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = linear_cross_entropy(h, w, t, chunk=16)
+    bh, bw = torch.autograd.grad(loss, (h, w))
+    assert loss.dtype == torch.float32 and bh.dtype == torch.float32 and bw.dtype == torch.float32
+    assert torch.allclose(loss, F.cross_entropy(h @ w.T, t), rtol=0.02)
+    assert torch.allclose(bh, dh, atol=0.01) and torch.allclose(bw, dw, atol=0.01)
+
+
 def test_chunked_cross_entropy_passes_gradcheck_and_handles_no_rows():
     h = torch.randn(9, 3, dtype=torch.float64, requires_grad=True)
     w = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)

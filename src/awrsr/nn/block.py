@@ -6,6 +6,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from awrsr.nn.attention.base import AttentionWeights
+from awrsr.nn.dropout import Dropout
 from awrsr.nn.masks import AttentionMask
 
 
@@ -26,7 +27,7 @@ class TransformerBlock(nn.Module):
         self.attention = attention
         self.feed_forward_norm = feed_forward_norm or nn.LayerNorm(hidden_size, eps=norm_eps)
         self.feed_forward = feed_forward
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(
         self, x: Tensor, mask: AttentionMask, need_weights: bool = False

@@ -2,9 +2,10 @@
 
 The naive loss builds an (N, I) logit matrix (300 MB for one ML-1M batch), writes and reads it
 several times, and frees it every step; on a CPU that memory traffic, not the arithmetic,
-dominates the training step. Here the logits are computed in row chunks that stay in cache:
-the forward pass keeps only each row's log-sum-exp, and the backward pass recomputes a chunk's
-logits to form its softmax gradient.
+dominates the training step. Here the logits are computed in row chunks that stay in cache, and
+each chunk's softmax gradient is formed right away, in the forward pass: the backward pass only
+scales the stored gradients. Computing them later would need the logits again, one more
+(N x d x I) product and one more exp per logit (the chunks used to be recomputed there).
 """
 
 from __future__ import annotations
@@ -19,48 +20,47 @@ def _chunk_rows(num_items: int, target_elements: int = 1 << 20) -> int:
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
+    """Mean cross-entropy whose forward pass also returns (to autograd) the gradients of the sum."""
+
     @staticmethod
     def forward(ctx, hidden: Tensor, weight: Tensor, targets: Tensor, chunk: int) -> Tensor:
-        # hidden (N, d), weight (I, d), targets (N,) in [0, I)
+        # hidden (N, d), weight (I, d), targets (N,) in [0, I); forward runs under the caller's
+        # autocast, so bf16-mixed training gets bf16 products here too.
         n = hidden.shape[0]
         acc = torch.promote_types(hidden.dtype, torch.float32)  # at least fp32 for the softmax
-        lse = torch.empty(n, dtype=acc, device=hidden.device)
+        want_hidden, want_weight = ctx.needs_input_grad[:2]
+        grad_hidden = torch.empty_like(hidden) if want_hidden else None
+        grad_weight = torch.zeros_like(weight) if want_weight else None
+        total = torch.zeros((), dtype=acc, device=hidden.device)
         for start in range(0, n, chunk):
-            logits = hidden[start:start + chunk] @ weight.T  # (c, I)
-            lse[start:start + chunk] = torch.logsumexp(logits.to(acc), dim=1)
-        target_logits = (hidden * weight[targets]).sum(dim=1).to(acc)  # (N,)
-        ctx.save_for_backward(hidden, weight, targets, lse)
-        ctx.chunk = chunk
-        # Backward runs outside the autocast region; remember it so the recomputed logits and the
-        # gradient products use the same precision as the forward pass (bf16-mixed training).
-        device = hidden.device.type
-        ctx.autocast = (device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
-        return (lse - target_logits).mean()
-
-    @staticmethod
-    def backward(ctx, grad_output: Tensor):
-        device, enabled, dtype = ctx.autocast
-        with torch.autocast(device, dtype=dtype, enabled=enabled):
-            return _LinearCrossEntropy._backward(ctx, grad_output)
-
-    @staticmethod
-    def _backward(ctx, grad_output: Tensor):
-        hidden, weight, targets, lse = ctx.saved_tensors
-        n, chunk = hidden.shape[0], ctx.chunk
-        scale = grad_output / n
-        grad_hidden = torch.empty_like(hidden) if ctx.needs_input_grad[0] else None
-        grad_weight = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
-        for start in range(0, n, chunk):
-            h = hidden[start:start + chunk]
-            probs = (h @ weight.T).to(lse.dtype).sub_(lse[start:start + chunk, None]).exp_()  # softmax (c, I)
+            h, t = hidden[start:start + chunk], targets[start:start + chunk]
             rows = torch.arange(h.shape[0], device=h.device)
-            probs[rows, targets[start:start + chunk]] -= 1.0
-            probs.mul_(scale)
+            logits = (h @ weight.T).to(acc)  # (c, I)
+            target_logits = logits[rows, t]  # a copy: taken before the in-place softmax below
+            top = logits.amax(dim=1, keepdim=True)
+            probs = logits.sub_(top).exp_()  # unnormalised softmax, in place
+            sums = probs.sum(dim=1, keepdim=True)
+            total += (top + sums.log()).sum() - target_logits.sum()  # sum of log-sum-exp - target logit
+            probs.div_(sums)
+            probs[rows, t] -= 1.0  # d(loss row)/d(logits) = softmax - one-hot
             if grad_hidden is not None:
                 grad_hidden[start:start + chunk] = probs @ weight
             if grad_weight is not None:
                 grad_weight += probs.T @ h
-        return grad_hidden, grad_weight, None, None
+        ctx.save_for_backward(grad_hidden, grad_weight)
+        ctx.n = n
+        return total / n
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor):
+        grad_hidden, grad_weight = ctx.saved_tensors
+        scale = grad_output / ctx.n
+        return (
+            None if grad_hidden is None else grad_hidden * scale.to(grad_hidden.dtype),
+            None if grad_weight is None else grad_weight * scale.to(grad_weight.dtype),
+            None,
+            None,
+        )
 
 
 def linear_cross_entropy(hidden: Tensor, weight: Tensor, targets: Tensor, chunk: int | None = None) -> Tensor:
@@ -72,4 +72,12 @@ def linear_cross_entropy(hidden: Tensor, weight: Tensor, targets: Tensor, chunk:
     """
     if hidden.shape[0] == 0:
         return hidden.sum() * 0.0  # no real position in the batch
-    return _LinearCrossEntropy.apply(hidden, weight, targets, chunk or _chunk_rows(weight.shape[0]))
+    chunk = chunk or _chunk_rows(weight.shape[0])
+    if not (torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)):
+        # No gradient wanted: the loss alone, without forming the softmax gradients.
+        total = sum(
+            (torch.logsumexp(hidden[i:i + chunk] @ weight.T, dim=1) - (hidden[i:i + chunk] * weight[targets[i:i + chunk]]).sum(1)).sum()
+            for i in range(0, hidden.shape[0], chunk)
+        )
+        return total / hidden.shape[0]
+    return _LinearCrossEntropy.apply(hidden, weight, targets, chunk)

@@ -7,6 +7,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from awrsr.nn.dropout import Dropout
+
 
 class ItemPositionEmbedding(nn.Module):
     """E = item_embedding * sqrt(d) + position_embedding, then dropout (SASRec).
@@ -27,7 +29,7 @@ class ItemPositionEmbedding(nn.Module):
         self.max_len = max_len
         self.items = nn.Embedding(num_items + 1 + extra_tokens, hidden_size, padding_idx=0)
         self.positions = nn.Embedding(max_len, hidden_size) if positions else None
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.scale = math.sqrt(hidden_size)
 
     def forward(self, input_ids: Tensor) -> Tensor:
@@ -55,7 +57,7 @@ class GaussianItemEmbedding(nn.Module):
         self.cov_positions = nn.Embedding(max_len, hidden_size)
         self.mean_norm = nn.LayerNorm(hidden_size, eps=norm_eps)
         self.cov_norm = nn.LayerNorm(hidden_size, eps=norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, input_ids: Tensor) -> Tensor:
         n = input_ids.shape[1]

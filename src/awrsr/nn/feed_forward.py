@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from awrsr.nn.dropout import Dropout
+
 
 class PointWiseFeedForward(nn.Module):
     """FFN(x) = act(x W1 + b1) W2 + b2, with dropout after the activation: ReLU in SASRec, GELU in
@@ -14,7 +16,7 @@ class PointWiseFeedForward(nn.Module):
         self.net = nn.Sequential(
             nn.Linear(hidden_size, inner_size),
             {"relu": nn.ReLU, "gelu": nn.GELU}[activation](),
-            nn.Dropout(dropout),
+            Dropout(dropout),
             nn.Linear(inner_size, hidden_size),
         )
 

@@ -32,6 +32,17 @@ class AttentionMask:
         return cls(allowed=allowed, real=real)
 
     @cached_property
+    def logit_bias(self) -> Tensor:
+        """0 where allowed, the most negative float32 elsewhere (B, 1, n, n): masked_softmax's mask."""
+        bias = torch.zeros(self.allowed.shape, dtype=torch.float32, device=self.allowed.device)
+        return bias.masked_fill_(~self.allowed, torch.finfo(torch.float32).min)
+
+    @cached_property
+    def row_factor(self) -> Tensor:
+        """1.0 for query rows with at least one allowed key, 0.0 for empty ones (..., n, 1)."""
+        return self.allowed.any(dim=-1, keepdim=True).float()
+
+    @cached_property
     def for_fused_kernel(self) -> Tensor:
         """``allowed`` plus the diagonal, so no row is empty.
 
@@ -44,14 +55,18 @@ class AttentionMask:
         return self.allowed | eye
 
 
-def masked_softmax(logits: Tensor, allowed: Tensor) -> Tensor:
-    """Softmax over the last dim restricted to ``allowed``; masked entries are exactly 0.
-
-    An all-masked row gives zeros instead of NaN.
+def masked_softmax(logits: Tensor, mask: AttentionMask | Tensor) -> Tensor:
+    """Softmax over the last dim restricted to the allowed keys (an ``AttentionMask``, or a bool
+    tensor of allowed entries); masked entries are exactly 0, and an all-masked row gives zeros
+    instead of NaN.
 
     >>> masked_softmax(torch.zeros(1, 3), torch.tensor([[True, True, False]]))
     tensor([[0.5000, 0.5000, 0.0000]])
     """
-    filled = logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
-    # An all-masked row becomes uniform here; multiplying by the mask turns it into zeros.
-    return filled.softmax(dim=-1) * allowed
+    if not isinstance(mask, AttentionMask):
+        mask = AttentionMask(allowed=mask, real=mask.any(-1))
+    # Adding a very negative bias is exact for allowed keys (+0) and sends masked ones to exactly
+    # 0 after the exp; bool-mask kernels (masked_fill, multiplying by a bool) are several times
+    # slower than these float ones on CPU. An all-masked row comes out uniform here and is zeroed
+    # by the row factor.
+    return (logits + mask.logit_bias).softmax(dim=-1) * mask.row_factor

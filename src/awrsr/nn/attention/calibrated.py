@@ -32,6 +32,7 @@ from torch import Tensor, nn
 
 from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights
 from awrsr.nn.attention.dot import DotProductAttention
+from awrsr.nn.dropout import dropout
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
 
@@ -150,8 +151,8 @@ class CalibratedAttention(DotProductAttention):
         B, n, d = x.shape
         projected = self.qkv(x).view(B, n, 3, d)
         q, k, v = projected.view(B, n, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4)  # (B, h, n, d_h)
-        logits = q @ k.transpose(-2, -1) / math.sqrt(self.head_size) + self.spatial_scores(q, k)
-        spatial = masked_softmax(logits, mask.allowed)  # A_s (B, h, n, n), eq. 12
+        logits = (q / math.sqrt(self.head_size)) @ k.transpose(-2, -1) + self.spatial_scores(q, k)
+        spatial = masked_softmax(logits, mask)  # A_s (B, h, n, n), eq. 12
         keep = self.perturbation_mask(projected[:, :, :2])  # M (B, h, n, n)
         if self.mode == "perturbed":
             attend = perturb(spatial, keep, mask.allowed)  # A_p, eq. 13
@@ -159,14 +160,13 @@ class CalibratedAttention(DotProductAttention):
                 self.mask_sink.append((keep, mask.allowed))
         else:
             # A_s * e^(1 - M) re-normalised = softmax(logits + 1 - M) (eq. 15), computed stably.
-            calibrated = masked_softmax(logits + (1.0 - keep), mask.allowed)
+            calibrated = masked_softmax(logits + (1.0 - keep), mask)
             gate = torch.sigmoid(
                 torch.einsum("bhnd,hd->bhn", q, self.gate_weight) + self.gate_bias[:, None]
             )[..., None]  # (B, h, n, 1), eq. 17
             attend = gate * spatial + (1.0 - gate) * calibrated  # A_comb, eq. 16
         refined = self.refinement(attend, mask)
-        dropout = self.attn_dropout if self.training else 0.0
-        out = F.dropout(refined, dropout, self.training) @ v  # (B, h, n, d_h)
+        out = dropout(refined, self.attn_dropout, self.training) @ v  # (B, h, n, d_h)
         weights = AttentionWeights(base=spatial, refined=refined) if need_weights else None
         return self.output(out.transpose(1, 2).reshape(B, n, d)), weights
 

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
+from awrsr.nn.dropout import dropout
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
 
@@ -16,7 +17,8 @@ class DotProductAttention(nn.Module):
     """softmax(Q K^T / sqrt(d_h)) V per head, with an optional refinement of the weights.
 
     Two paths compute the same outputs: a fused one (``F.scaled_dot_product_attention``) used when
-    the weights are neither refined nor requested, and an explicit one that materialises them.
+    the weights are neither refined nor requested (and, on CPU, not dropped out), and an explicit
+    one that materialises them.
     """
 
     def __init__(
@@ -46,18 +48,21 @@ class DotProductAttention(nn.Module):
         B, n, d = x.shape
         qkv = self.qkv(x).view(B, n, 3, self.num_heads, self.head_size)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, h, n, d_h)
-        dropout = self.attn_dropout if self.training else 0.0
+        p_drop = self.attn_dropout if self.training else 0.0
 
         weights = None
-        if self.fused and self.refinement.is_identity and not need_weights:
+        # The fused kernel draws its dropout mask with the slow CPU sampler (see nn/dropout.py), so
+        # on CPU it is taken only when no mask is needed.
+        fusable = p_drop == 0.0 or q.device.type != "cpu"
+        if self.fused and fusable and self.refinement.is_identity and not need_weights:
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask.for_fused_kernel, dropout_p=dropout
+                q, k, v, attn_mask=mask.for_fused_kernel, dropout_p=p_drop
             )  # (B, h, n, d_h)
         else:
-            logits = q @ k.transpose(-2, -1) / math.sqrt(self.head_size)  # (B, h, n, n)
-            base = masked_softmax(logits, mask.allowed)
+            logits = (q / math.sqrt(self.head_size)) @ k.transpose(-2, -1)  # scaled on (n, d_h), not (n, n)
+            base = masked_softmax(logits, mask)
             refined = self.refinement(base, mask)
-            out = F.dropout(refined, dropout, self.training) @ v  # (B, h, n, d_h)
+            out = dropout(refined, p_drop) @ v  # (B, h, n, d_h)
             if need_weights:
                 weights = AttentionWeights(base=base, refined=refined)
         out = out.transpose(1, 2).reshape(B, n, d)

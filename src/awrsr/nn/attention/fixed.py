@@ -42,7 +42,7 @@ class FixedPatternAttention(PositionWeightedValues):
         position = mask.real.cumsum(dim=1).clamp(min=1).float()  # (B, n)
         logits = PATTERNS[self.pattern](position[:, :, None], position[:, None, :])  # (B, n, n)
         # The softmax of log-weights is the row normalisation a_ij / sum_j a_ij over allowed keys.
-        weights = masked_softmax(logits.unsqueeze(1), mask.allowed)  # (B, 1, n, n)
+        weights = masked_softmax(logits.unsqueeze(1), mask)  # (B, 1, n, n)
         return weights.expand(-1, self.num_heads, -1, -1)
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
+from awrsr.nn.dropout import dropout
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
 
@@ -47,7 +47,7 @@ class PositionWeightedValues(nn.Module):
         v = self.value(x).view(B, n, self.num_heads, self.head_size).transpose(1, 2)  # (B, h, n, d_h)
         base = self.weights(mask).expand(B, -1, -1, -1)  # (B, h, n, n)
         refined = self.refinement(base, mask)
-        out = F.dropout(refined, self.attn_dropout, self.training) @ v  # (B, h, n, d_h)
+        out = dropout(refined, self.attn_dropout, self.training) @ v  # (B, h, n, d_h)
         weights = AttentionWeights(base=base, refined=refined) if need_weights else None
         return out.transpose(1, 2).reshape(B, n, d), weights
 
@@ -82,7 +82,7 @@ class PositionalAttention(PositionWeightedValues):
         if n != self.max_len:
             raise ValueError(f"positional attention needs windows of exactly max_len={self.max_len}, got {n}")
         logits = self.position_logits() * self.scale  # (h, n, n)
-        return masked_softmax(logits.unsqueeze(0), mask.allowed)  # (B, h, n, n)
+        return masked_softmax(logits.unsqueeze(0), mask)  # (B, h, n, n)
 
 
 @ATTENTIONS.register("positional")

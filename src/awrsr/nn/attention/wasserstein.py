@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
+from awrsr.nn.dropout import dropout
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
 from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances
@@ -56,9 +57,9 @@ class WassersteinAttention(nn.Module):
         q_mu, k_mu, v_mu = self._heads(self.mean_qkv(mean_in))
         q_cov, k_cov, v_cov = (positive(t) for t in self._heads(self.cov_qkv(cov_in)))
         distances = pairwise_squared_distances(gaussian_vectors(q_mu, q_cov), gaussian_vectors(k_mu, k_cov))
-        base = masked_softmax(-distances / math.sqrt(self.head_size), mask.allowed)  # (B, h, n, n)
+        base = masked_softmax(-distances / math.sqrt(self.head_size), mask)  # (B, h, n, n)
         refined = self.refinement(base, mask)
-        dropped = F.dropout(refined, self.attn_dropout, self.training)
+        dropped = dropout(refined, self.attn_dropout, self.training)
         mean_out = (dropped @ v_mu).transpose(1, 2).reshape(B, n, -1)  # (B, n, d)
         # dropped * refined = (mask / (1 - p)) * A * A: the same mask, and A*A in expectation
         # (dropped * dropped would be A*A / (1 - p) in expectation).

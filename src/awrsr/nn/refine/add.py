@@ -16,7 +16,7 @@ class AdditiveRefinement(MatrixRefinement):
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
         # eq. 4's order: (A_k W_RK) . (A_t W_RQ), keys' matrix on the query side
         logits = (self.bilinear(weights, self.key, self.query) + weights) / 2  # (B, h, n, n)
-        return masked_softmax(logits, mask.allowed)
+        return masked_softmax(logits, mask)
 
 
 @REFINEMENTS.register("add")

@@ -16,7 +16,7 @@ class SimpleRefinement(MatrixRefinement):
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
         logits = self.bilinear(weights, self.query, self.key)  # B_kt = (A_k W_RQ) . (A_t W_RK), (B, h, n, n)
-        return masked_softmax(logits, mask.allowed)
+        return masked_softmax(logits, mask)
 
 
 @REFINEMENTS.register("simp")

@@ -21,7 +21,7 @@ class StochasticRefinement(MatrixRefinement):
         mean = self.project(weights, self.mean)  # (B, h, n, n)
         cov = F.elu(self.project(weights, self.cov)) + 1.0
         z = gaussian_vectors(mean, cov)  # (B, h, n, 2n)
-        return masked_softmax(-pairwise_squared_distances(z, z) * self.scale, mask.allowed)
+        return masked_softmax(-pairwise_squared_distances(z, z) * self.scale, mask)
 
 
 @REFINEMENTS.register("stoc")

@@ -29,7 +29,7 @@ class ValueRefinement(MatrixRefinement):
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
         if self.form == "causal":
-            inner = masked_softmax(self.bilinear(weights, self.query, self.key), mask.allowed)  # (B, h, n, n)
+            inner = masked_softmax(self.bilinear(weights, self.query, self.key), mask)  # (B, h, n, n)
             logits = inner @ self.project(weights, self.value)
         else:
             # The paper's eq. 3 as printed: B = W_RV A softmax((W_RK A)^T W_RQ A), the matrices
@@ -37,7 +37,7 @@ class ValueRefinement(MatrixRefinement):
             self.check_window(weights)
             inner = ((self.key @ weights).transpose(-2, -1) @ (self.query @ weights)).softmax(dim=-1)
             logits = (self.value @ weights) @ inner
-        return masked_softmax(logits, mask.allowed)
+        return masked_softmax(logits, mask)
 
 
 @REFINEMENTS.register("value")
