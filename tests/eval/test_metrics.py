@@ -75,11 +75,17 @@ def test_constant_model_never_beats_chance():
     assert metrics["hr@2"] == 0.0 and metrics["ndcg@2"] == 0.0
 
 
-def test_evaluator_matches_a_brute_force_loop():
+@pytest.mark.parametrize("repeats", [False, True])
+def test_evaluator_matches_a_brute_force_loop(repeats):
+    """Histories of mixed lengths (batched by length, ranks returned in the users' order), with
+    repeated items and re-consumed targets when ``repeats``."""
     rng = np.random.default_rng(0)
     num_items, users = 40, 57
-    rows = [list(rng.choice(np.arange(1, num_items + 1), size=rng.integers(1, 12), replace=False)) for _ in range(users)]
+    pool = np.arange(1, 13 if repeats else num_items + 1)  # a small pool makes repeats common
+    rows = [list(rng.choice(pool, size=rng.integers(1, 12), replace=repeats)) for _ in range(users)]
     targets = rng.integers(1, num_items + 1, size=users)
+    if repeats:
+        targets[::3] = [row[0] for row in rows[::3]]  # the target was seen before: still ranked
     cases = EvalCases(users=np.arange(users), history=Sequences.from_lists(rows), targets=targets)
     table = torch.from_numpy(rng.normal(size=(num_items, num_items))).float()
     table[:, :5] = 0.0  # plenty of ties

@@ -63,7 +63,7 @@ def test_bert4rec_with_refinement_fits_beats_popularity_and_recommends(tmp_path)
 
     from conftest import tiny_run_config
 
-    cfg = tiny_run_config(tmp_path / "bert", max_epochs=12)
+    cfg = tiny_run_config(tmp_path / "bert", max_epochs=20, patience=6)  # still learning at 12: too close a call
     cfg["model"] = ModelConfig(name="bert4rec", refine="simp", max_len=20, hidden_size=32, num_heads=2, dropout=0.1, mask_prob=0.3)
     result = fit(**cfg, console=Console(quiet=True))
     assert result.metrics["test"]["ndcg@10"] > result.metrics["popularity"]["test"]["ndcg@10"] + 0.1

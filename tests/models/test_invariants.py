@@ -124,3 +124,42 @@ def test_every_parameter_serves(name, attention, refine):
 
     model = build_tiny(name, attention, refine)
     assert served_parameters(model, 8, 20) == sum(p.numel() for p in model.parameters())
+
+
+@COMBINATIONS
+def test_every_registered_part_accepts_a_narrow_window(name, attention, refine):
+    """Each part declares ``window_invariant``; all of today's do (only the literal M_value, not
+    among the registered defaults, cannot), so short histories never pay for max_len."""
+    assert build_tiny(name, attention, refine).window_invariant
+
+
+@COMBINATIONS
+def test_narrow_window_gives_the_full_windows_outputs(name, attention, refine):
+    """A batch whose longest history is 3 runs its blocks on 3 slots and gives the outputs of the
+    full max_len window (which ``need_weights`` forces), in eval and in train mode alike."""
+    model = build_tiny(name, attention, refine)
+    widths = []
+    model.blocks[0].register_forward_pre_hook(lambda module, args: widths.append(args[0].shape[1]))
+    ids = torch.tensor([[0, 0, 0, 0, 0, 3, 4, 5], [0, 0, 0, 0, 0, 0, 1, 2]])
+    model.eval()
+    with torch.no_grad():
+        narrow, _ = model.encode(ids)
+        full, _ = model.encode(ids, need_weights=True)
+        assert torch.allclose(narrow, full, atol=1e-5)
+        assert torch.equal(narrow[:, :5], torch.zeros_like(narrow[:, :5]))
+        assert model.encode(ids[:, -2:])[0].shape == (2, 2, narrow.shape[-1])  # a window narrower than the history
+    assert widths == [3, 8, 2]
+    model.train()
+    torch.manual_seed(0)
+    loss_narrow = model(ids).square().sum()
+    assert torch.isfinite(loss_narrow)
+
+
+def test_the_literal_value_refinement_runs_the_full_window():
+    model = build_tiny("bert4rec", "dot", "value", refine_value_form="literal").eval()
+    assert not model.window_invariant
+    widths = []
+    model.blocks[0].register_forward_pre_hook(lambda module, args: widths.append(args[0].shape[1]))
+    with torch.no_grad():
+        model.encode(torch.tensor([[0, 0, 0, 0, 0, 3, 4, 5]]))
+    assert widths == [8]

@@ -40,6 +40,19 @@ def test_fparec_factorises_the_matrix_with_2kn_parameters_per_layer():
     assert torch.allclose(attention.position_logits(), attention.left @ attention.right.transpose(-2, -1))
 
 
+@pytest.mark.parametrize("rank", [None, 2])
+def test_a_narrow_window_uses_the_last_rows_and_columns_of_r(rank):
+    """Short histories run on a narrow window (tests/models/test_invariants.py checks the outputs);
+    R's block for the last n slots is what such a window multiplies, for PARec and FPARec."""
+    attention = _tiny("positional", positional_rank=rank).blocks[0].attention
+    full = attention.position_logits()
+    assert torch.allclose(attention.position_logits(3), full[:, -3:, -3:])
+    model = _tiny("positional", positional_rank=rank, refine="simp")
+    ids = torch.tensor([[0, 0, 0, 0, 5, 6]])
+    with torch.no_grad():
+        assert torch.allclose(model.encode(ids)[0], model.encode(ids, need_weights=True)[0], atol=1e-5)
+
+
 def test_position_embedding_is_left_out_for_positional_attention_unless_asked():
     assert _tiny("positional").embedding.positions is None
     assert _tiny("linear").embedding.positions is None

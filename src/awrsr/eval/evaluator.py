@@ -21,7 +21,7 @@ class NextItemScorer(Protocol):
 class EvalBatch:
     input_ids: Tensor  # (B, n) left-padded item indices, the last n of each history
     target_cols: Tensor  # (B,) score column of each target (item index - 1)
-    seen_rows: Tensor  # (S,) batch row of each already-seen item
+    seen_rows: Tensor  # (S,) batch row of each already-seen item (each once, never the row's target)
     seen_cols: Tensor  # (S,) its score column
 
     def to(self, device: torch.device) -> "EvalBatch":
@@ -32,21 +32,44 @@ def build_eval_batches(
     cases: EvalCases, max_len: int, batch_size: int, filter_seen: bool
 ) -> list[EvalBatch]:
     """Cut the evaluation users into batches once, with their seen-item indices, so that every
-    later evaluation only runs the model and one scatter per batch."""
-    inputs = torch.from_numpy(cases.history.to_padded(max_len))  # (M, n)
-    targets = torch.from_numpy(cases.targets - 1)
-    lengths = cases.history.lengths
+    later evaluation only runs the model and one scatter per batch.
+
+    Users are batched in order of history length (``eval_order``), so that each batch's histories
+    are about as long as each other and the model runs on the narrowest window that holds them;
+    ``FullRankingEvaluator.ranks`` restores the users' order."""
+    order = eval_order(cases)
+    history = cases.history.select(order)
+    inputs = torch.from_numpy(history.to_padded(max_len))  # (M, n)
+    targets = cases.targets[order]
+    lengths = history.lengths
     batches = []
     for start in range(0, len(targets), batch_size):
         stop = min(start + batch_size, len(targets))
-        lo, hi = cases.history.offsets[start], cases.history.offsets[stop]
         if filter_seen:
-            rows = torch.from_numpy(np.repeat(np.arange(stop - start), lengths[start:stop]))
-            cols = torch.from_numpy(cases.history.items[lo:hi] - 1)
+            rows, cols = seen_other_than_target(
+                history.items[history.offsets[start]:history.offsets[stop]], lengths[start:stop], targets[start:stop]
+            )
         else:
             rows = cols = torch.empty(0, dtype=torch.long)
-        batches.append(EvalBatch(inputs[start:stop], targets[start:stop], rows, cols))
+        batches.append(EvalBatch(inputs[start:stop], torch.from_numpy(targets[start:stop] - 1), rows, cols))
     return batches
+
+
+def seen_other_than_target(items: np.ndarray, lengths: np.ndarray, targets: np.ndarray) -> tuple[Tensor, Tensor]:
+    """(row, score column) of each distinct item a batch's rows have seen, except each row's target.
+
+    >>> seen_other_than_target(np.array([4, 2, 4, 7, 3]), np.array([3, 2]), np.array([2, 9]))
+    (tensor([0, 1, 1]), tensor([3, 2, 6]))
+    """
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    keep = items != targets[rows]  # the target is ranked even when it was seen before
+    pairs = np.unique(np.stack([rows[keep], items[keep] - 1], axis=1), axis=0).reshape(-1, 2)  # repeats once
+    return torch.from_numpy(pairs[:, 0]), torch.from_numpy(pairs[:, 1])
+
+
+def eval_order(cases: EvalCases) -> np.ndarray:
+    """The cases by history length, shortest first (stable): the order of ``build_eval_batches``."""
+    return np.argsort(cases.history.lengths, kind="stable")
 
 
 def mask_items(scores: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
@@ -59,11 +82,7 @@ def rank_batch(model: NextItemScorer, batch: EvalBatch) -> Tensor:
     """Pessimistic rank (B,) of each target among all items, seen items filtered when the batch
     carries them. The target itself is never filtered, even if it was seen before."""
     scores = model.score_next(batch.input_ids).float()  # (B, I)
-    if batch.seen_rows.numel():
-        target_scores = scores.gather(1, batch.target_cols[:, None])
-        scores = mask_items(scores, batch.seen_rows, batch.seen_cols)
-        scores.scatter_(1, batch.target_cols[:, None], target_scores)
-    return pessimistic_ranks(scores, batch.target_cols)
+    return pessimistic_ranks(scores, batch.target_cols, (batch.seen_rows, batch.seen_cols))
 
 
 class FullRankingEvaluator:
@@ -81,6 +100,7 @@ class FullRankingEvaluator:
         self.filter_seen = filter_seen
         self.num_cases = len(cases.targets)
         self.batches = build_eval_batches(cases, max_len, batch_size, filter_seen)
+        self._restore = torch.from_numpy(np.argsort(eval_order(cases)))  # batch order -> case order
 
     def __iter__(self) -> Iterator[EvalBatch]:
         return iter(self.batches)
@@ -90,11 +110,12 @@ class FullRankingEvaluator:
 
     @torch.no_grad()
     def ranks(self, model: NextItemScorer, device: torch.device | str = "cpu") -> Tensor:
+        """Rank (M,) of each case's target, in the cases' order."""
         was_training = getattr(model, "training", False)
         if hasattr(model, "eval"):
             model.eval()
         try:
-            return torch.cat([rank_batch(model, b.to(device)).cpu() for b in self.batches])
+            return torch.cat([rank_batch(model, b.to(device)).cpu() for b in self.batches])[self._restore]
         finally:
             if was_training:
                 model.train()

@@ -6,19 +6,27 @@ import torch
 from torch import Tensor
 
 
-def pessimistic_ranks(scores: Tensor, targets: Tensor) -> Tensor:
-    """1-based rank of each target column: 1 + #{other items with score >= the target's}.
+def pessimistic_ranks(scores: Tensor, targets: Tensor, excluded: tuple[Tensor, Tensor] | None = None) -> Tensor:
+    """1-based rank of each target column: 1 + #{other candidate items with score >= the target's}.
 
     Ties count against the target, so a constant-score model ranks every target last and can never
-    look better than chance.
+    look better than chance. ``excluded`` = (rows, cols), each pair at most once and never a row's
+    target, removes items from the candidates (seen items): they are counted and subtracted, which
+    leaves ``scores`` untouched and costs no copy of it.
 
-    >>> pessimistic_ranks(torch.tensor([[0.1, 0.5, 0.5, 0.9]]), torch.tensor([1]))
-    tensor([3])
+    >>> scores = torch.tensor([[0.1, 0.5, 0.5, 0.9]])
+    >>> pessimistic_ranks(scores, torch.tensor([1])), pessimistic_ranks(scores, torch.tensor([1]), (torch.tensor([0]), torch.tensor([3])))
+    (tensor([3]), tensor([2]))
     """
     if torch.isnan(scores).any():  # a NaN compares false and would silently improve ranks
         raise FloatingPointError("the model produced NaN scores")
     target_scores = scores.gather(1, targets[:, None])  # (B, 1)
-    return (scores >= target_scores).sum(dim=1)  # counts the target itself, hence 1-based
+    ranks = (scores >= target_scores).sum(dim=1)  # counts the target itself, hence 1-based
+    if excluded is not None and excluded[0].numel():
+        rows, cols = excluded
+        beats = scores[rows, cols] >= target_scores[rows, 0]  # (S,)
+        ranks = ranks - torch.bincount(rows[beats], minlength=len(ranks))
+    return ranks
 
 
 def ranking_metrics(ranks: Tensor, ks: list[int]) -> dict[str, float]:

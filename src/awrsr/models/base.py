@@ -22,6 +22,19 @@ def next_item_example(sequences: Tensor) -> tuple[Tensor, Tensor]:
     return inputs, targets * (inputs > 0)
 
 
+def history_width(input_ids: Tensor) -> int:
+    """Slots from the first one that is real in any row to the end (at least 1) of left-padded
+    ``input_ids`` (B, n).
+
+    >>> history_width(torch.tensor([[0, 0, 0, 4, 5], [0, 0, 0, 0, 6]]))
+    2
+    """
+    real_slots = (input_ids != 0).any(dim=0)  # (n,)
+    if not bool(real_slots.any()):
+        return 1
+    return input_ids.shape[1] - int(real_slots.int().argmax())
+
+
 class SequenceBackbone(nn.Module):
     """Subclasses provide ``embedding``, ``blocks``, ``finalize`` and the scoring functions
     ``score_all(hidden (N, k)) -> (N, num_items)`` and ``score_items(hidden (..., k), items (..., m))``."""
@@ -38,23 +51,36 @@ class SequenceBackbone(nn.Module):
     def finalize(self, x: Tensor) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @property
+    def window_invariant(self) -> bool:
+        """Whether every attention part (and its refinement) accepts a window of the last n slots
+        and gives what the full max_len window would; then ``encode`` drops the slots that are
+        padding in every row."""
+        return all(getattr(block.attention, "window_invariant", False) for block in self.blocks)
+
     def encode(self, input_ids: Tensor, need_weights: bool = False) -> tuple[Tensor, list[AttentionWeights]]:
         """Hidden states (B, n, k) for left-padded ``input_ids`` (B, n), and per-layer weights
-        when ``need_weights``."""
+        (B, h, max_len, max_len) when ``need_weights``.
+
+        The blocks run on the narrowest window that holds every row's history when the parts
+        allow it (``window_invariant``): a batch of short histories then costs what its longest
+        history costs, not max_len. The dropped slots are padding, whose outputs are zero anyway.
+        Asking for the weights runs the full max_len window, so that they always have one shape.
+        """
         n = input_ids.shape[1]
         if n > self.max_len:
             raise ValueError(f"input window {n} is longer than the model's max_len {self.max_len}")
-        # Always run the full window: refinement matrices are indexed by position.
-        input_ids = F.pad(input_ids, (self.max_len - n, 0))
-        mask = AttentionMask.build(input_ids, causal=self.causal)
-        x = self.embedding(input_ids) * mask.real.unsqueeze(-1)  # (B, max_len, k)
+        width = self.max_len if need_weights or not self.window_invariant else history_width(input_ids)
+        window = F.pad(input_ids, (width - n, 0)) if width >= n else input_ids[:, n - width:]
+        mask = AttentionMask.build(window, causal=self.causal)
+        x = self.embedding(window) * mask.real.unsqueeze(-1)  # (B, width, k)
         weights = []
         for block in self.blocks:
             x, w = block(x, mask, need_weights=need_weights)
             if w is not None:
                 weights.append(w)
         out = self.finalize(x) * mask.real.unsqueeze(-1)  # padded positions output exactly zero
-        return out[:, -n:], weights
+        return (out[:, -n:] if width >= n else F.pad(out, (0, 0, n - width, 0))), weights
 
     def forward(self, input_ids: Tensor) -> Tensor:
         return self.encode(input_ids)[0]

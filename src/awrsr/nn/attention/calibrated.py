@@ -16,8 +16,8 @@ module (awrsr.train.module) updates W_Qp, W_Kp (``perturbation_parameters``) to 
 perturbed model's loss under the penalty ``mask_norm`` and everything else to minimise the sum of
 both modes' losses.
 
-Positions i, j are slot indices in the window, which the backbone always pads to max_len, so
-i - j does not depend on the amount of left padding.
+Positions i, j are slot indices in the window; only i - j and the order of i and j enter, so
+neither the amount of left padding nor the window's width changes the scores.
 """
 
 from __future__ import annotations

@@ -34,6 +34,12 @@ class DotProductAttention(nn.Module):
         self.refinement = refinement
         self.fused = fused
 
+    @property
+    def window_invariant(self) -> bool:
+        """Nothing here is indexed by slot (and the calibrated subclass uses slot differences
+        only), so a window of the last n slots is exact when the refinement's is."""
+        return self.refinement.window_invariant
+
     @classmethod
     def from_config(cls, cfg, refinement: Refinement, **extra):
         """Built from a model config's sizes and options (subclasses add their own ``extra``)."""

@@ -3,8 +3,9 @@ the weights depend on positions only, softmax(R / sqrt(d)) under the mask, with 
 n x n matrix R per layer (PARec) or its factorisation R1 R2^T of rank k (FPARec). There are no
 queries or keys; the values are V = x W_V.
 
-R is indexed by window slot; the backbone always pads histories to max_len, so slot n-1 is the
-most recent item whatever the history's length, and the weights do not depend on the padding.
+R is indexed by window slot, counted back from the most recent item: a window of the last n slots
+(the backbone drops slots that are padding in every row of a batch) uses R's last n rows and
+columns, so the weights do not depend on the padding.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ class PositionWeightedValues(nn.Module):
         self.value = nn.Linear(hidden_size, hidden_size)
         self.attn_dropout = attn_dropout
         self.refinement = refinement
+
+    @property
+    def window_invariant(self) -> bool:
+        """Subclasses give the weights of the last n slots for a window of n; the refinement must
+        allow it too."""
+        return self.refinement.window_invariant
 
     def weights(self, mask: AttentionMask) -> Tensor:  # pragma: no cover - abstract
         """(B or 1, h, n, n) attention weights; masked entries 0, rows summing to 1 over allowed keys."""
@@ -71,17 +78,18 @@ class PositionalAttention(PositionWeightedValues):
             nn.init.xavier_normal_(self.left)
             nn.init.xavier_normal_(self.right)
 
-    def position_logits(self) -> Tensor:
-        """R (h, n, n) before scaling."""
+    def position_logits(self, n: int | None = None) -> Tensor:
+        """R (h, n, n) before scaling, for the last ``n`` slots (default: all max_len)."""
+        n = self.max_len if n is None else n
         if self.rank is None:
-            return self.relation
-        return self.left @ self.right.transpose(-2, -1)
+            return self.relation[:, -n:, -n:]
+        return self.left[:, -n:] @ self.right[:, -n:].transpose(-2, -1)
 
     def weights(self, mask: AttentionMask) -> Tensor:
         n = mask.allowed.shape[-1]
-        if n != self.max_len:
-            raise ValueError(f"positional attention needs windows of exactly max_len={self.max_len}, got {n}")
-        logits = self.position_logits() * self.scale  # (h, n, n)
+        if n > self.max_len:
+            raise ValueError(f"positional attention got a window of {n} slots, more than max_len={self.max_len}")
+        logits = self.position_logits(n) * self.scale  # (h, n, n)
         return masked_softmax(logits.unsqueeze(0), mask)  # (B, h, n, n)
 
 

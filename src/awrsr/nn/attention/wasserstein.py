@@ -45,6 +45,10 @@ class WassersteinAttention(nn.Module):
         self.attn_dropout = attn_dropout
         self.refinement = refinement
 
+    @property
+    def window_invariant(self) -> bool:
+        return self.refinement.window_invariant
+
     def _heads(self, x: Tensor) -> Tensor:
         B, n, _ = x.shape
         return x.view(B, n, 3, self.num_heads, self.head_size).permute(2, 0, 3, 1, 4)  # 3 x (B, h, n, d_h)

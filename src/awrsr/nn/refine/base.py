@@ -28,6 +28,9 @@ class Refinement(nn.Module):
     needs_bidirectional: bool = False
     #: Whether it only makes sense on stochastic (Gaussian) attention, like M_stoc.
     needs_stochastic: bool = False
+    #: Whether it accepts a window of the last n <= max_len slots and gives there what the full,
+    #: left-padded window would: the backbone then drops all-padding slots before the blocks.
+    window_invariant: bool = False
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:  # pragma: no cover
         raise NotImplementedError

@@ -35,20 +35,30 @@ class MatrixRefinement(Refinement):
         for name in self.matrix_names:
             self.register_parameter(name, nn.Parameter(eye + init_std * torch.randn(copies, max_len, max_len)))
 
+    # A window of the last n slots: A's rows and columns for the dropped (padding) slots are zero,
+    # so only the matrices' rows for the last n slots can meet A, whose key columns they multiply.
+    window_invariant = True
+
     def bilinear(self, weights: Tensor, left: Tensor, right: Tensor) -> Tensor:
         """(A L)(A R)^T * scale, computed as A (L R^T) A^T: the n x n product L R^T is formed once,
         so the batch pays two n^3 products instead of three."""
-        self.check_window(weights)
-        return (weights @ (left @ right.transpose(-2, -1))) @ weights.transpose(-2, -1) * self.scale
+        n = self.check_window(weights)
+        inner = left[..., -n:, :] @ right[..., -n:, :].transpose(-2, -1)  # (copies, n, n)
+        return (weights @ inner) @ weights.transpose(-2, -1) * self.scale
 
-    def project(self, weights: Tensor, matrix: Tensor) -> Tensor:
-        """A W for A (B, h, n, n) and W (1 or h, n, n): each query row mapped through W."""
-        self.check_window(weights)
-        return weights @ matrix  # (B, h, n, n)
+    def project(self, weights: Tensor, matrix: Tensor, columns_are_keys: bool = False) -> Tensor:
+        """A W for A (B, h, n, n) and W (1 or h, max_len, max_len): each query row mapped through W.
+        The result has one column per column of W (features), or, when ``columns_are_keys``, one
+        per key slot of the window."""
+        n = self.check_window(weights)
+        rows = matrix[..., -n:, :]
+        return weights @ (rows[..., -n:] if columns_are_keys else rows)
 
-    def check_window(self, weights: Tensor) -> None:
-        if weights.shape[-1] != self.max_len:
-            raise ValueError(f"refinements need windows of exactly max_len={self.max_len}, got {weights.shape[-1]}")
+    def check_window(self, weights: Tensor) -> int:
+        n = weights.shape[-1]
+        if n > self.max_len:
+            raise ValueError(f"refinement got a window of {n} slots, more than max_len={self.max_len}")
+        return n
 
 
 def build_matrix_refinement(cls: type[MatrixRefinement], cfg, block_index: int, **extra) -> Refinement:

@@ -10,6 +10,7 @@ from awrsr.nn.refine.base import REFINEMENTS, Refinement
 
 class NoRefinement(Refinement):
     is_identity = True
+    window_invariant = True
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
         return weights

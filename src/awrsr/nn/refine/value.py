@@ -26,15 +26,19 @@ class ValueRefinement(MatrixRefinement):
             raise ConfigError(f"model.refine_value_form must be 'causal' or 'literal', got {form!r}")
         self.form = form
         self.needs_bidirectional = form == "literal"
+        # The literal form's inner softmax runs over every slot, padding included, so it is only
+        # defined on the full window.
+        self.window_invariant = form == "causal"
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
         if self.form == "causal":
             inner = masked_softmax(self.bilinear(weights, self.query, self.key), mask)  # (B, h, n, n)
-            logits = inner @ self.project(weights, self.value)
+            logits = inner @ self.project(weights, self.value, columns_are_keys=True)  # (B, h, n, n)
         else:
             # The paper's eq. 3 as printed: B = W_RV A softmax((W_RK A)^T W_RQ A), the matrices
             # multiplying A from the left (mixing its rows, i.e. query positions).
-            self.check_window(weights)
+            if self.check_window(weights) != self.max_len:
+                raise ValueError(f"the literal M_value needs windows of exactly max_len={self.max_len}")
             inner = ((self.key @ weights).transpose(-2, -1) @ (self.query @ weights)).softmax(dim=-1)
             logits = (self.value @ weights) @ inner
         return masked_softmax(logits, mask)
