@@ -2,6 +2,7 @@
 
     python benchmarks/speed.py                      # ML-1M (n=200) and Beauty (n=50), fp32 and bf16
     python benchmarks/speed.py --datasets ml-1m --precision 32-true --profile
+    python benchmarks/speed.py --precision 32-true --threads 1     # what one of two parallel runs gets
     python benchmarks/speed.py --datasets ml-1m --precision 32-true --max-len 50 200 \
         --refinements none simp value add            # the cost of each refinement
     python benchmarks/speed.py --datasets beauty --precision 32-true \
@@ -116,7 +117,13 @@ def main() -> None:
         "--variants-file", help="YAML of named model variants (configs/compare/*.yaml); replaces --refinements",
     )
     parser.add_argument("--parameters-only", action="store_true", help="count parameters (trained, served); time nothing")
+    parser.add_argument(
+        "--threads", type=int, default=None,
+        help="torch threads (default: torch's); 1 times what each of two parallel runs gets",
+    )
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.variants_file:
         from awrsr.experiments.compare import load_variants_file
 
