@@ -153,7 +153,7 @@ def main() -> None:
                     }
                     if not args.parameters_only:
                         epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps, loss)
-                        rank_batch(model.eval(), evaluator.batches[0])  # warm-up, not timed
+                        rank_batch(model.eval(), evaluator.batches[-1])  # warm-up (the longest histories), not timed
                         started = time.perf_counter()
                         evaluator.evaluate(model)
                         eval_s = time.perf_counter() - started

@@ -1,8 +1,11 @@
 """Invariants every backbone x attention x refinement obeys (SPEC.md, "Invariants")."""
 
+from contextlib import contextmanager
+
 import pytest
 import torch
 
+from awrsr.nn.attention.calibrated import calibrated_layers, mask_norm, perturbed
 from conftest import COMBINATIONS, build_tiny
 
 
@@ -136,12 +139,11 @@ def test_every_registered_part_accepts_a_narrow_window(name, attention, refine):
 @COMBINATIONS
 def test_narrow_window_gives_the_full_windows_outputs(name, attention, refine):
     """A batch whose longest history is 3 runs its blocks on 3 slots and gives the outputs of the
-    full max_len window (which ``need_weights`` forces), in eval and in train mode alike."""
-    model = build_tiny(name, attention, refine)
+    full max_len window (which ``need_weights`` forces); outputs keep the caller's width."""
+    model = build_tiny(name, attention, refine).eval()
     widths = []
     model.blocks[0].register_forward_pre_hook(lambda module, args: widths.append(args[0].shape[1]))
     ids = torch.tensor([[0, 0, 0, 0, 0, 3, 4, 5], [0, 0, 0, 0, 0, 0, 1, 2]])
-    model.eval()
     with torch.no_grad():
         narrow, _ = model.encode(ids)
         full, _ = model.encode(ids, need_weights=True)
@@ -149,10 +151,42 @@ def test_narrow_window_gives_the_full_windows_outputs(name, attention, refine):
         assert torch.equal(narrow[:, :5], torch.zeros_like(narrow[:, :5]))
         assert model.encode(ids[:, -2:])[0].shape == (2, 2, narrow.shape[-1])  # a window narrower than the history
     assert widths == [3, 8, 2]
-    model.train()
-    torch.manual_seed(0)
-    loss_narrow = model(ids).square().sum()
-    assert torch.isfinite(loss_narrow)
+
+
+def _outputs_and_gradients(model, ids, full: bool, mode) -> tuple[torch.Tensor, dict, torch.Tensor]:
+    model.zero_grad(set_to_none=True)
+    with mode(model) as masks:
+        out, _ = model.encode(ids, need_weights=full)
+    penalty = mask_norm(masks) if masks is not None else torch.zeros(())
+    weights = torch.linspace(-1, 1, out.numel()).view_as(out)  # any fixed function of all outputs
+    ((out * weights).sum() + penalty).backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    return out.detach(), grads, penalty.detach()
+
+
+@contextmanager
+def _plain(model):
+    yield None
+
+
+@COMBINATIONS
+@pytest.mark.parametrize("options", [{}, {"refine_per_head": True}, {"refine_blocks": [1]}], ids=["shared", "per-head", "block-1"])
+def test_narrow_window_trains_like_the_full_window(name, attention, refine, options):
+    """In training (dropout off, so both passes are deterministic): the same outputs and the same
+    gradient for every parameter, and for AC-TSR also in the perturbed mode with its mask penalty."""
+    if refine == "none" and options:
+        pytest.skip("options of a refinement")
+    model = build_tiny(name, attention, refine, dropout=0.0, **options).train()
+    ids = torch.tensor([[0, 0, 0, 0, 0, 3, 4, 5], [0, 0, 0, 0, 0, 0, 1, 2]])
+    modes = [_plain] + ([perturbed] if calibrated_layers(model) else [])
+    for mode in modes:
+        narrow = _outputs_and_gradients(model, ids, full=False, mode=mode)
+        full = _outputs_and_gradients(model, ids, full=True, mode=mode)
+        assert torch.allclose(narrow[0], full[0], atol=1e-5)
+        assert narrow[1].keys() == full[1].keys()
+        for key in full[1]:
+            assert torch.allclose(narrow[1][key], full[1][key], atol=1e-5), key
+        assert torch.allclose(narrow[2], full[2], atol=1e-5)
 
 
 def test_the_literal_value_refinement_runs_the_full_window():

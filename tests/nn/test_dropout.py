@@ -63,3 +63,12 @@ def test_training_step_never_uses_the_slow_sampler(name, attention, refine):
     ops = {event.key for event in prof.key_averages()}
     assert "aten::bernoulli_" not in ops
     assert "aten::rand_like" in ops or "aten::uniform_" in ops  # dropout did run
+
+
+def test_bf16_inputs_keep_exactly_the_fraction_and_the_mean():
+    """bf16 uniforms come in steps of 1/256 and would drop too much; the draw is in float32."""
+    torch.manual_seed(2)
+    y = dropout(torch.ones(1_000_000, dtype=torch.bfloat16), 0.1)
+    assert y.dtype == torch.bfloat16
+    assert abs((y == 0).float().mean().item() - 0.1) < 0.001
+    assert abs(y.float().mean().item() - 1.0) < 0.003

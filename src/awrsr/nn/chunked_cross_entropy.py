@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 
 def _chunk_rows(num_items: int, target_elements: int = 1 << 20) -> int:
@@ -52,6 +53,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return total / n
 
     @staticmethod
+    @once_differentiable  # the stored gradients are constants: no second derivative
     def backward(ctx, grad_output: Tensor):
         grad_hidden, grad_weight = ctx.saved_tensors
         scale = grad_output / ctx.n
@@ -74,10 +76,11 @@ def linear_cross_entropy(hidden: Tensor, weight: Tensor, targets: Tensor, chunk:
         return hidden.sum() * 0.0  # no real position in the batch
     chunk = chunk or _chunk_rows(weight.shape[0])
     if not (torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)):
-        # No gradient wanted: the loss alone, without forming the softmax gradients.
-        total = sum(
-            (torch.logsumexp(hidden[i:i + chunk] @ weight.T, dim=1) - (hidden[i:i + chunk] * weight[targets[i:i + chunk]]).sum(1)).sum()
-            for i in range(0, hidden.shape[0], chunk)
-        )
+        # No gradient wanted: the loss alone, in the same precision as the gradient path.
+        acc = torch.promote_types(hidden.dtype, torch.float32)
+        total = torch.zeros((), dtype=acc, device=hidden.device)
+        for start in range(0, hidden.shape[0], chunk):
+            logits = (hidden[start:start + chunk] @ weight.T).to(acc)  # (c, I)
+            total += (torch.logsumexp(logits, dim=1) - logits.gather(1, targets[start:start + chunk, None])[:, 0]).sum()
         return total / hidden.shape[0]
     return _LinearCrossEntropy.apply(hidden, weight, targets, chunk)

@@ -2,7 +2,7 @@
 
 PyTorch's CPU dropout draws its mask with ``bernoulli_``, about 12 ns per element on one core;
 a uniform draw compared with p costs about a fifth of that and is the same distribution
-(P(u >= p) = 1 - p for u ~ U[0, 1)). With dropout on the embeddings, the attention weights and
+(P(u >= p) = 1 - p for u ~ U[0, 1), drawn in float32). With dropout on the embeddings, the attention weights and
 every block's two outputs, the masks took 15% of a single-threaded SASRec step on Beauty
 (docs/benchmarks.md). CUDA's fused dropout kernel is already fast and is used as it is.
 """
@@ -27,9 +27,10 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return x
     if x.device.type != "cpu" or p == 1.0:
         return F.dropout(x, p, training)
-    # 0 or 1 / (1 - p) as floats: multiplying by a bool mask would convert it element by element
-    # on every use, which costs more than the draw.
-    scaled_keep = torch.rand_like(x).ge_(p).mul_(1.0 / (1.0 - p))
+    # Drawn in float32 whatever x's dtype: bf16 uniforms are too coarse (steps of 1/256) to keep
+    # exactly a fraction 1 - p. Kept as 0 or 1 / (1 - p) in x's dtype: multiplying by a bool mask
+    # would convert it element by element on every use, which costs more than the draw.
+    scaled_keep = torch.rand(x.shape, device=x.device).ge_(p).mul_(1.0 / (1.0 - p)).to(x.dtype)
     return x * scaled_keep
 
 

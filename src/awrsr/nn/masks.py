@@ -58,7 +58,8 @@ class AttentionMask:
 def masked_softmax(logits: Tensor, mask: AttentionMask | Tensor) -> Tensor:
     """Softmax over the last dim restricted to the allowed keys (an ``AttentionMask``, or a bool
     tensor of allowed entries); masked entries are exactly 0, and an all-masked row gives zeros
-    instead of NaN.
+    instead of NaN. The logits must be finite, masked ones included (they are here: padded slots
+    carry zero vectors), and come back in float32 at least.
 
     >>> masked_softmax(torch.zeros(1, 3), torch.tensor([[True, True, False]]))
     tensor([[0.5000, 0.5000, 0.0000]])
