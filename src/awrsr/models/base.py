@@ -26,13 +26,14 @@ def history_width(input_ids: Tensor) -> int:
     """Slots from the first one that is real in any row to the end (at least 1) of left-padded
     ``input_ids`` (B, n).
 
-    >>> history_width(torch.tensor([[0, 0, 0, 4, 5], [0, 0, 0, 0, 6]]))
-    2
+    >>> history_width(torch.tensor([[0, 0, 0, 4, 5], [0, 0, 0, 0, 6]])), history_width(torch.zeros(1, 4, dtype=torch.long))
+    (2, 1)
     """
-    real_slots = (input_ids != 0).any(dim=0)  # (n,)
-    if not bool(real_slots.any()):
-        return 1
-    return input_ids.shape[1] - int(real_slots.int().argmax())
+    n = input_ids.shape[1]
+    # A True sentinel after the last slot: an all-padding batch finds its first real slot at n.
+    sentinel = torch.ones(1, dtype=torch.bool, device=input_ids.device)
+    real_slots = torch.cat([(input_ids != 0).any(dim=0), sentinel])  # (n + 1,)
+    return max(n - int(real_slots.int().argmax()), 1)  # argmax finds the first True; one host sync
 
 
 class SequenceBackbone(nn.Module):
