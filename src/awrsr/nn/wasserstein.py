@@ -34,4 +34,14 @@ def pairwise_squared_distances(a: Tensor, b: Tensor) -> Tensor:
     dtype = torch.promote_types(a.dtype, torch.float32)
     with torch.autocast(a.device.type, enabled=False):
         a, b = a.to(dtype), b.to(dtype)
-        return (a * a).sum(-1, keepdim=True) - 2 * a @ b.transpose(-2, -1) + (b * b).sum(-1).unsqueeze(-2)
+        norms = (a * a).sum(-1, keepdim=True) + (b * b).sum(-1).unsqueeze(-2)  # (..., m, p)
+        # The product accumulates into the norms (one pass over the (m, p) result instead of three).
+        if a.dim() == 2 and b.dim() == 2:
+            return torch.addmm(norms, a, b.T, alpha=-2.0)
+        if a.shape[:-2] == b.shape[:-2]:
+            (m, k), p = a.shape[-2:], b.shape[-2]
+            products = torch.baddbmm(
+                norms.reshape(-1, m, p), a.reshape(-1, m, k), b.reshape(-1, p, k).transpose(1, 2), alpha=-2.0
+            )
+            return products.view(norms.shape)
+        return norms - 2 * a @ b.transpose(-2, -1)  # batch dimensions that broadcast
