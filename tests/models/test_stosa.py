@@ -27,6 +27,18 @@ def test_squared_w2_equals_euclidean_distance_of_mean_and_sqrt_cov():
     assert torch.allclose(direct, via_matmul)
 
 
+@pytest.mark.parametrize("shape_a,shape_b", [((5, 4), (7, 4)), ((2, 3, 5, 4), (2, 3, 7, 4)), ((2, 3, 5, 4), (7, 4))])
+def test_pairwise_squared_distances_by_definition_for_each_batch_layout(shape_a, shape_b):
+    """2-D (addmm), matching batch dimensions (baddbmm) and broadcasting ones, with gradients."""
+    torch.manual_seed(1)
+    a = torch.randn(shape_a, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(shape_b, dtype=torch.float64, requires_grad=True)
+    direct = ((a.unsqueeze(-2) - b.unsqueeze(-3)) ** 2).sum(-1)
+    got = pairwise_squared_distances(a, b)
+    assert got.shape == direct.shape and torch.allclose(got, direct)
+    assert torch.autograd.gradcheck(pairwise_squared_distances, (a, b))
+
+
 def test_full_ranking_is_minus_w2_to_every_item():
     model = tiny_stosa()
     ids = torch.tensor([[0, 0, 0, 4, 5, 6, 7, 8]])
