@@ -32,7 +32,7 @@ def build_eval_batches(
     cases: EvalCases, max_len: int, batch_size: int, filter_seen: bool
 ) -> list[EvalBatch]:
     """Cut the evaluation users into batches once, with their seen-item indices, so that every
-    later evaluation only runs the model and one scatter per batch.
+    later evaluation only runs the model and one comparison per batch.
 
     Users are batched in order of history length (``eval_order``), so that each batch's histories
     are about as long as each other and the model runs on the narrowest window that holds them;

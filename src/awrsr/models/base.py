@@ -54,10 +54,14 @@ class SequenceBackbone(nn.Module):
 
     @property
     def window_invariant(self) -> bool:
-        """Whether every attention part (and its refinement) accepts a window of the last n slots
-        and gives what the full max_len window would; then ``encode`` drops the slots that are
-        padding in every row."""
-        return all(getattr(block.attention, "window_invariant", False) for block in self.blocks)
+        """Whether every attention part and its refinement accept a window of the last n slots and
+        give what the full max_len window would; then ``encode`` drops the slots that are padding
+        in every row. A part that does not say so is taken not to."""
+        return all(
+            getattr(block.attention, "window_invariant", False)
+            and getattr(getattr(block.attention, "refinement", None), "window_invariant", False)
+            for block in self.blocks
+        )
 
     def encode(self, input_ids: Tensor, need_weights: bool = False) -> tuple[Tensor, list[AttentionWeights]]:
         """Hidden states (B, n, k) for left-padded ``input_ids`` (B, n), and per-layer weights

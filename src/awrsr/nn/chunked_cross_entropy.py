@@ -20,37 +20,46 @@ def _chunk_rows(num_items: int, target_elements: int = 1 << 20) -> int:
     return max(64, target_elements // max(num_items, 1))
 
 
+def _chunked_loss_sum(
+    hidden: Tensor, weight: Tensor, targets: Tensor, chunk: int, want_hidden: bool, want_weight: bool
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """Sum over rows of log-sum-exp minus the target logit, and the gradients of that sum that are
+    wanted, formed chunk by chunk. Runs under the caller's autocast, so bf16-mixed training gets
+    bf16 products here too; the softmax is at least float32."""
+    acc = torch.promote_types(hidden.dtype, torch.float32)
+    grad_hidden = torch.empty_like(hidden) if want_hidden else None
+    grad_weight = torch.zeros_like(weight) if want_weight else None
+    total = torch.zeros((), dtype=acc, device=hidden.device)
+    for start in range(0, hidden.shape[0], chunk):
+        h, t = hidden[start:start + chunk], targets[start:start + chunk]
+        rows = torch.arange(h.shape[0], device=h.device)
+        logits = (h @ weight.T).to(acc)  # (c, I)
+        target_logits = logits[rows, t]  # a copy: taken before the in-place softmax below
+        top = logits.amax(dim=1, keepdim=True)
+        probs = logits.sub_(top).exp_()  # unnormalised softmax, in place
+        sums = probs.sum(dim=1, keepdim=True)
+        total += (top + sums.log()).sum() - target_logits.sum()  # sum of log-sum-exp - target logit
+        if not (want_hidden or want_weight):
+            continue
+        probs.div_(sums)
+        probs[rows, t] -= 1.0  # d(loss row)/d(logits) = softmax - one-hot
+        if grad_hidden is not None:
+            grad_hidden[start:start + chunk] = probs @ weight
+        if grad_weight is not None:
+            grad_weight += probs.T @ h
+    return total, grad_hidden, grad_weight
+
+
 class _LinearCrossEntropy(torch.autograd.Function):
     """Mean cross-entropy whose forward pass also returns (to autograd) the gradients of the sum."""
 
     @staticmethod
     def forward(ctx, hidden: Tensor, weight: Tensor, targets: Tensor, chunk: int) -> Tensor:
-        # hidden (N, d), weight (I, d), targets (N,) in [0, I); forward runs under the caller's
-        # autocast, so bf16-mixed training gets bf16 products here too.
-        n = hidden.shape[0]
-        acc = torch.promote_types(hidden.dtype, torch.float32)  # at least fp32 for the softmax
-        want_hidden, want_weight = ctx.needs_input_grad[:2]
-        grad_hidden = torch.empty_like(hidden) if want_hidden else None
-        grad_weight = torch.zeros_like(weight) if want_weight else None
-        total = torch.zeros((), dtype=acc, device=hidden.device)
-        for start in range(0, n, chunk):
-            h, t = hidden[start:start + chunk], targets[start:start + chunk]
-            rows = torch.arange(h.shape[0], device=h.device)
-            logits = (h @ weight.T).to(acc)  # (c, I)
-            target_logits = logits[rows, t]  # a copy: taken before the in-place softmax below
-            top = logits.amax(dim=1, keepdim=True)
-            probs = logits.sub_(top).exp_()  # unnormalised softmax, in place
-            sums = probs.sum(dim=1, keepdim=True)
-            total += (top + sums.log()).sum() - target_logits.sum()  # sum of log-sum-exp - target logit
-            probs.div_(sums)
-            probs[rows, t] -= 1.0  # d(loss row)/d(logits) = softmax - one-hot
-            if grad_hidden is not None:
-                grad_hidden[start:start + chunk] = probs @ weight
-            if grad_weight is not None:
-                grad_weight += probs.T @ h
+        # hidden (N, d), weight (I, d), targets (N,) in [0, I)
+        total, grad_hidden, grad_weight = _chunked_loss_sum(hidden, weight, targets, chunk, *ctx.needs_input_grad[:2])
         ctx.save_for_backward(grad_hidden, grad_weight)
-        ctx.n = n
-        return total / n
+        ctx.n = hidden.shape[0]
+        return total / ctx.n
 
     @staticmethod
     @once_differentiable  # the stored gradients are constants: no second derivative
@@ -76,11 +85,6 @@ def linear_cross_entropy(hidden: Tensor, weight: Tensor, targets: Tensor, chunk:
         return hidden.sum() * 0.0  # no real position in the batch
     chunk = chunk or _chunk_rows(weight.shape[0])
     if not (torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)):
-        # No gradient wanted: the loss alone, in the same precision as the gradient path.
-        acc = torch.promote_types(hidden.dtype, torch.float32)
-        total = torch.zeros((), dtype=acc, device=hidden.device)
-        for start in range(0, hidden.shape[0], chunk):
-            logits = (hidden[start:start + chunk] @ weight.T).to(acc)  # (c, I)
-            total += (torch.logsumexp(logits, dim=1) - logits.gather(1, targets[start:start + chunk, None])[:, 0]).sum()
-        return total / hidden.shape[0]
+        # No gradient wanted (inside forward, autograd would still report the inputs' flags).
+        return _chunked_loss_sum(hidden, weight, targets, chunk, False, False)[0] / hidden.shape[0]
     return _LinearCrossEntropy.apply(hidden, weight, targets, chunk)

@@ -21,6 +21,9 @@ class DotProductAttention(nn.Module):
     one that materialises them.
     """
 
+    # Nothing here is indexed by slot (the calibrated subclass uses slot differences only).
+    window_invariant = True
+
     def __init__(
         self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement,
         fused: bool = True,
@@ -33,12 +36,6 @@ class DotProductAttention(nn.Module):
         self.attn_dropout = attn_dropout
         self.refinement = refinement
         self.fused = fused
-
-    @property
-    def window_invariant(self) -> bool:
-        """Nothing here is indexed by slot (and the calibrated subclass uses slot differences
-        only), so a window of the last n slots is exact when the refinement's is."""
-        return self.refinement.window_invariant
 
     @classmethod
     def from_config(cls, cfg, refinement: Refinement, **extra):

@@ -28,6 +28,7 @@ class PositionWeightedValues(nn.Module):
     position embedding unless asked."""
 
     encodes_position = True
+    window_invariant = True  # subclasses give the weights of the last n slots for a window of n
 
     def __init__(self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement) -> None:
         super().__init__()
@@ -36,12 +37,6 @@ class PositionWeightedValues(nn.Module):
         self.value = nn.Linear(hidden_size, hidden_size)
         self.attn_dropout = attn_dropout
         self.refinement = refinement
-
-    @property
-    def window_invariant(self) -> bool:
-        """Subclasses give the weights of the last n slots for a window of n; the refinement must
-        allow it too."""
-        return self.refinement.window_invariant
 
     def weights(self, mask: AttentionMask) -> Tensor:  # pragma: no cover - abstract
         """(B or 1, h, n, n) attention weights; masked entries 0, rows summing to 1 over allowed keys."""

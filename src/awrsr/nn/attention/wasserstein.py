@@ -33,6 +33,7 @@ class WassersteinAttention(nn.Module):
     """
 
     stochastic = True
+    window_invariant = True  # distances between slots' vectors: nothing indexed by slot
 
     def __init__(self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement) -> None:
         super().__init__()
@@ -44,10 +45,6 @@ class WassersteinAttention(nn.Module):
         self.cov_output = nn.Linear(hidden_size, hidden_size)
         self.attn_dropout = attn_dropout
         self.refinement = refinement
-
-    @property
-    def window_invariant(self) -> bool:
-        return self.refinement.window_invariant
 
     def _heads(self, x: Tensor) -> Tensor:
         B, n, _ = x.shape
