@@ -79,6 +79,16 @@ def test_fixed_patterns_by_hand_whatever_the_padding(pattern, expected):
         assert weights[:-3].abs().sum() == 0  # padded queries attend to nothing
 
 
+@pytest.mark.parametrize("pattern", ["average", "linear", "exponential"])
+def test_fixed_patterns_follow_the_models_dtype(pattern):
+    """Their weights are built in the values' dtype: a float64 model (the reference of
+    benchmarks/device_check.py) stays float64 instead of failing in the weights-values product."""
+    model = _tiny(pattern).double()
+    out = model(torch.tensor([[0, 0, 3, 4, 5, 6]]))
+    assert out.dtype == torch.float64
+    assert torch.allclose(out.float(), _tiny(pattern)(torch.tensor([[0, 0, 3, 4, 5, 6]])), atol=1e-5)
+
+
 def test_fixed_patterns_are_refused_on_a_bidirectional_backbone():
     with pytest.raises(ConfigError, match="causal backbones only"):
         build_model(ModelConfig(name="bert4rec", attention="linear"), num_items=5)
