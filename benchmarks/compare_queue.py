@@ -1,0 +1,107 @@
+"""Several ``awrsr compare`` comparisons as one queue, trained by K worker processes on one machine.
+
+Small sequential recommenders leave a large GPU mostly idle, so a GPU session trains many runs at
+once. Each worker walks every (comparison, seed, variant) run in order and trains those that no
+other worker holds (the run locks of ``awrsr compare``); it never waits for a run another worker
+has, so no worker idles while runs remain. Seeds are the outer loop, so a comparison cut short
+still has whole seeds. Afterwards each comparison is tabulated like ``awrsr compare --report_only``.
+
+    python benchmarks/compare_queue.py --workers 14 --root runs/gpu --set train.num_threads=1 \\
+        refine-ml-1m=configs/sasrec/ml-1m.yaml:simp,value,add \\
+        stosa-beauty=configs/stosa/beauty.yaml:configs/compare/stosa.yaml
+
+A comparison is NAME=CONFIG:VARIANTS, VARIANTS being values of model.refine (the base is "none")
+or a variants file (configs/compare/*.yaml). Runs go to ROOT/NAME/<variant>/seed-<seed>, worker
+logs to ROOT/logs/. Finished runs are reused, so an interrupted queue resumes. The tables are the
+same as ``awrsr compare CONFIG --variants ... --set ... --output_dir ROOT/NAME --report_only true``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from rich.console import Console  # noqa: E402
+
+from awrsr.errors import AwrsrError  # noqa: E402
+from awrsr.experiments.compare import (  # noqa: E402
+    check_variant, load_variants_file, run_compare, split_references, variant_options,
+)
+from awrsr.experiments.runs import parse_sets, run_or_reuse  # noqa: E402
+
+
+def parse_comparison(spec: str) -> tuple[str, str, list[str] | dict]:
+    name, sep, rest = spec.partition("=")
+    config, sep2, variants = rest.rpartition(":")
+    if not (sep and sep2 and name and config and variants):
+        raise SystemExit(f"expected NAME=CONFIG:VARIANTS, got {spec!r}")
+    chosen = load_variants_file(variants) if variants.endswith((".yaml", ".yml")) else variants.split(",")
+    return name, config, chosen
+
+
+def queue(comparisons: list[str], seeds: list[int]) -> list[tuple[str, str, str, dict]]:
+    """(comparison, config, variant, options) for every run, seeds outermost."""
+    runs = []
+    for spec in comparisons:
+        name, config, chosen = parse_comparison(spec)
+        base, options = variant_options(chosen, "model.refine", "none")
+        options, _ = split_references(options, base)
+        runs += [(name, config, variant, {**opts, "train.seed": seed}) for seed in seeds for variant, opts in options.items()]
+    return runs
+
+
+def work(args: argparse.Namespace) -> None:
+    console = Console(width=120)
+    extra = parse_sets(args.set)
+    for name, config, variant, options in queue(args.comparisons, args.seeds):
+        run_dir = args.root / name / variant / f"seed-{options['train.seed']}"
+        start = time.time()
+        try:
+            metrics = run_or_reuse(config, {**extra, **options}, run_dir, console, wait=False)
+        except (AwrsrError, RuntimeError, ValueError):  # report and go on with the queue
+            print(f"@@ {args.worker} failed {run_dir}\n{traceback.format_exc()}", flush=True)
+            continue
+        if metrics is not None and time.time() - start > 5:
+            print(f"@@ {args.worker} trained {run_dir} in {time.time() - start:.0f} s", flush=True)
+    print(f"@@ {args.worker} queue done", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("comparisons", nargs="+", help="NAME=CONFIG:VARIANTS")
+    parser.add_argument("--root", type=Path, default=Path("runs/queue"))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
+    parser.add_argument("--set", action="append", default=[], help="an extra option for every run, key=value (repeatable)")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # set in the worker processes
+    args = parser.parse_args()
+    if args.worker:
+        return work(args)
+    extra = parse_sets(args.set)
+    for name, config, variant, options in queue(args.comparisons, args.seeds[:1]):
+        check_variant(config, {**extra, **options}, f"{name}/{variant}")  # a clear error now, not later
+    (args.root / "logs").mkdir(parents=True, exist_ok=True)
+    workers = []
+    for i in range(args.workers):
+        log = open(args.root / "logs" / f"w{i + 1}.log", "w")
+        workers.append(subprocess.Popen([sys.executable, __file__, *sys.argv[1:], "--worker", f"w{i + 1}"], stdout=log, stderr=subprocess.STDOUT))
+        time.sleep(2)  # stagger the start, so the workers take different runs
+    for worker in workers:
+        worker.wait()
+    for spec in args.comparisons:
+        name, config, chosen = parse_comparison(spec)
+        try:
+            run_compare(config, chosen, args.seeds, args.root / name, extra=extra, report_only=True)
+        except AwrsrError as err:
+            print(f"{name}: {err}")
+
+
+if __name__ == "__main__":
+    main()
