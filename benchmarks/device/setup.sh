@@ -1,0 +1,13 @@
+#!/bin/bash
+# On a lent GPU machine (see docs/benchmarks.md, "Running on a lent GPU"): install the Python
+# packages it lacks from carried wheels, freeze a copy of the repository with the benchmark data
+# beside it (../shared/data, as the configs expect), and print what the machine is.
+# Run from the repository root there, with .whl/ and .devdata/ carried.
+set -e
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+rm -rf /tmp/awrsr && mkdir -p /tmp/awrsr /tmp/shared/data/ml-1m /tmp/shared/data/beauty /tmp/gpu
+cp -r src configs benchmarks /tmp/awrsr/  # the workers run this copy: later calls re-sync the repo
+gunzip -c .devdata/ml-1m.txt.gz > /tmp/shared/data/ml-1m/ml-1m.txt
+gunzip -c .devdata/Beauty.txt.gz > /tmp/shared/data/beauty/Beauty.txt
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
