@@ -3,12 +3,14 @@
 Small sequential recommenders leave a large GPU mostly idle, so a GPU session trains many runs at
 once. Each worker walks every (comparison, seed, variant) run in order and trains those that no
 other worker holds (the run locks of ``awrsr compare``); it never waits for a run another worker
-has, so no worker idles while runs remain. Seeds are the outer loop, so a comparison cut short
-still has whole seeds. Afterwards each comparison is tabulated like ``awrsr compare --report_only``.
+has, so no worker idles while runs remain. Seeds are the outer loop, so that with fewer workers
+than runs, a queue cut short has whole seeds. Afterwards each comparison is tabulated like
+``awrsr compare --report_only``, and the exit status is 1 if any run failed or is unfinished.
 
-    python benchmarks/compare_queue.py --workers 14 --root runs/gpu --set train.num_threads=1 \\
+    python benchmarks/compare_queue.py \\
         refine-ml-1m=configs/sasrec/ml-1m.yaml:simp,value,add \\
-        stosa-beauty=configs/stosa/beauty.yaml:configs/compare/stosa.yaml
+        stosa-beauty=configs/stosa/beauty.yaml:configs/compare/stosa.yaml \\
+        --workers 14 --root runs/gpu --set train.num_threads=1 --seeds 42 43 44
 
 A comparison is NAME=CONFIG:VARIANTS, VARIANTS being values of model.refine (the base is "none")
 or a variants file (configs/compare/*.yaml). Runs go to ROOT/NAME/<variant>/seed-<seed>, worker
@@ -35,6 +37,7 @@ from awrsr.experiments.compare import (  # noqa: E402
     check_variant, load_variants_file, run_compare, split_references, variant_options,
 )
 from awrsr.experiments.runs import parse_sets, run_or_reuse  # noqa: E402
+from awrsr.infer.artifact import METRICS_FILE  # noqa: E402
 
 
 def parse_comparison(spec: str) -> tuple[str, str, list[str] | dict]:
@@ -60,24 +63,28 @@ def queue(comparisons: list[str], seeds: list[int]) -> list[tuple[str, str, str,
 def work(args: argparse.Namespace) -> None:
     console = Console(width=120)
     extra = parse_sets(args.set)
+    failures = 0
     for name, config, variant, options in queue(args.comparisons, args.seeds):
         run_dir = args.root / name / variant / f"seed-{options['train.seed']}"
         start = time.time()
         try:
             metrics = run_or_reuse(config, {**extra, **options}, run_dir, console, wait=False)
-        except (AwrsrError, RuntimeError, ValueError):  # report and go on with the queue
+        except Exception:  # a failed run (a bad config, a diverged model) must not stop the queue
             print(f"@@ {args.worker} failed {run_dir}\n{traceback.format_exc()}", flush=True)
+            failures += 1
             continue
         if metrics is not None and time.time() - start > 5:
             print(f"@@ {args.worker} trained {run_dir} in {time.time() - start:.0f} s", flush=True)
-    print(f"@@ {args.worker} queue done", flush=True)
+    print(f"@@ {args.worker} queue done ({failures} failed)", flush=True)
+    return 1 if failures else 0
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("comparisons", nargs="+", help="NAME=CONFIG:VARIANTS")
     parser.add_argument("--root", type=Path, default=Path("runs/queue"))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44],
+                        help="give the comparisons before this option, which takes every number after it")
     parser.add_argument("--set", action="append", default=[], help="an extra option for every run, key=value (repeatable)")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # set in the worker processes
@@ -90,18 +97,25 @@ def main() -> None:
     (args.root / "logs").mkdir(parents=True, exist_ok=True)
     workers = []
     for i in range(args.workers):
-        log = open(args.root / "logs" / f"w{i + 1}.log", "w")
-        workers.append(subprocess.Popen([sys.executable, __file__, *sys.argv[1:], "--worker", f"w{i + 1}"], stdout=log, stderr=subprocess.STDOUT))
+        log = open(args.root / "logs" / f"w{i + 1}.log", "a")  # a resumed queue keeps earlier tracebacks
+        command = [sys.executable, __file__, "--worker", f"w{i + 1}", *sys.argv[1:]]
+        workers.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
         time.sleep(2)  # stagger the start, so the workers take different runs
-    for worker in workers:
-        worker.wait()
+    failed = sum(worker.wait() != 0 for worker in workers)
     for spec in args.comparisons:
         name, config, chosen = parse_comparison(spec)
         try:
             run_compare(config, chosen, args.seeds, args.root / name, extra=extra, report_only=True)
         except AwrsrError as err:
             print(f"{name}: {err}")
+    unfinished = [
+        f"{name}/{variant}/seed-{options['train.seed']}" for name, _, variant, options in queue(args.comparisons, args.seeds)
+        if not (args.root / name / variant / f"seed-{options['train.seed']}" / METRICS_FILE).is_file()
+    ]
+    if failed or unfinished:
+        print(f"{failed} worker(s) had failed runs (see {args.root / 'logs'}); unfinished: {', '.join(unfinished) or 'none'}")
+    return 1 if failed or unfinished else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

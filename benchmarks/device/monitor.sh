@@ -1,7 +1,8 @@
 #!/bin/bash
 # On a lent GPU machine: report the queue's progress every minute for $1 seconds, then pack every
 # run's records (not its checkpoints or model) into $OUT/gpu-runs.tgz, which comes back.
-end=$(( $(date +%s) + $1 ))
+# Default: 540 s.
+end=$(( $(date +%s) + ${1:-540} ))
 while [ "$(date +%s)" -lt "$end" ]; do
   sleep 60
   echo "$(date -u +%T) finished=$(find /tmp/gpu -name metrics.json | wc -l)" \

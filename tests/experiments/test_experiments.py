@@ -168,6 +168,11 @@ def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_
     assert add.improvement == pytest.approx(relative_improvement(add.mean, base_seed1["test"]["ndcg@5"]))
     md = (partial / "table.md").read_text()
     assert "add seed 2 (not started)" in md and "p=n/a" in md and "Partial table" in md
+    # a run with training records but no checkpoint (copied back from another machine) is not "not started"
+    (partial / "add" / "seed-2").mkdir(parents=True)
+    shutil.copy(tmp_path / "full" / "add" / "seed-2" / "metrics.csv", partial / "add" / "seed-2")
+    run_compare(base_config, ["add"], [1, 2], partial, extra=parse_sets(TINY), console=QUIET, report_only=True)
+    assert "add seed 2 (interrupted, with no checkpoint here; it starts again)" in (partial / "table.md").read_text()
 
 
 def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, tmp_path):

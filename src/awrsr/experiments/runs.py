@@ -14,7 +14,7 @@ from rich.console import Console
 from awrsr.errors import ArtifactError, ConfigError
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 from awrsr.run_config import config_differences, load_fit_config
-from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT
+from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, LOG_FILE
 
 
 def option_args(options: dict[str, Any]) -> list[str]:
@@ -105,6 +105,8 @@ def run_status(run_dir: Path) -> str:
             return "training now"
     if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
         return "interrupted; it resumes"
+    if (run_dir / LOG_FILE).is_file():  # e.g. records copied back from another machine without checkpoints
+        return "interrupted, with no checkpoint here; it starts again"
     return "not started"
 
 

@@ -39,8 +39,9 @@ class FixedPatternAttention(PositionWeightedValues):
 
     def weights(self, mask: AttentionMask) -> Tensor:
         # 1-based position of each slot within its history; padded slots get 1 and are masked anyway.
-        # In the values' dtype, so that a float64 (or half) model stays in one dtype.
-        position = mask.real.cumsum(dim=1).clamp(min=1).to(self.value.weight.dtype)  # (B, n)
+        # At least float32 (bf16 counts positions exactly only up to 256), and float64 in a float64 model.
+        dtype = torch.promote_types(torch.float32, self.value.weight.dtype)
+        position = mask.real.cumsum(dim=1).clamp(min=1).to(dtype)  # (B, n)
         logits = PATTERNS[self.pattern](position[:, :, None], position[:, None, :])  # (B, n, n)
         # The softmax of log-weights is the row normalisation a_ij / sum_j a_ij over allowed keys.
         weights = masked_softmax(logits.unsqueeze(1), mask)  # (B, 1, n, n)
