@@ -7,6 +7,7 @@
         --refinements none simp value add            # the cost of each refinement
     python benchmarks/speed.py --datasets beauty --precision 32-true \
         --variants-file configs/compare/neighbours.yaml   # every model: parameters, epoch, inference
+    python benchmarks/speed.py --device cuda --precision 32-true bf16-mixed   # on a GPU
 
 The training epoch runs the same model and loss code as `awrsr fit` (d=64, 2 blocks, 1 head,
 full softmax CE, batch 128, dropout 0.2) over every batch of the real data once (each model's own
@@ -44,10 +45,18 @@ DATASETS = {
 }
 
 
-def train_epoch_seconds(model, loader, precision: str, max_steps: int | None, loss: str = "ce") -> tuple[float, int]:
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so that a host clock reads the time it took."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train_epoch_seconds(
+    model, loader, precision: str, max_steps: int | None, loss: str = "ce", device: torch.device = torch.device("cpu"),
+) -> tuple[float, int]:
     loss_fn = LOSSES.get(loss)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
     model.train()
     # AC-TSR trains adversarially: two objectives, two backward passes (as the Lightning module).
     adversary = perturbation_parameters(model)
@@ -56,9 +65,10 @@ def train_epoch_seconds(model, loader, precision: str, max_steps: int | None, lo
     started = time.perf_counter()
     for step, (sequences,) in enumerate(loader):
         if step == warmup:
+            synchronize(device)
             started = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        inputs, targets = model.training_example(sequences)
+        inputs, targets = model.training_example(sequences.to(device))
         with autocast:
             if adversary:
                 loss = lambda i, t: loss_fn(model, model(i), t)  # noqa: E731
@@ -74,6 +84,7 @@ def train_epoch_seconds(model, loader, precision: str, max_steps: int | None, lo
             break
     if not timed:
         raise SystemExit(f"only {len(loader)} batches: nothing left to time after {warmup} warm-up steps")
+    synchronize(device)
     elapsed = time.perf_counter() - started
     return elapsed * len(loader) / timed, timed  # extrapolated to the whole epoch when max_steps cuts it
 
@@ -117,11 +128,15 @@ def main() -> None:
         "--variants-file", help="YAML of named model variants (configs/compare/*.yaml); replaces --refinements",
     )
     parser.add_argument("--parameters-only", action="store_true", help="count parameters (trained, served); time nothing")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (a GPU: models, batches and evaluation there)")
     parser.add_argument(
         "--threads", type=int, default=None,
         help="torch threads (default: torch's); 1 times what each of two parallel runs gets",
     )
     args = parser.parse_args()
+    device = torch.device(args.device)
+    if args.profile and device.type != "cpu":
+        raise SystemExit("--profile profiles the CPU step only")
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.variants_file:
@@ -143,7 +158,7 @@ def main() -> None:
                 for variant, (options, loss) in variants.items():
                     torch.manual_seed(0)
                     cfg = ModelConfig(**{"max_len": max_len, "hidden_size": 64, "num_blocks": 2, "dropout": 0.2, **options})
-                    model = build_model(cfg, dataset.num_items)
+                    model = build_model(cfg, dataset.num_items).to(device)
                     row = {
                         "dataset": name, "users": dataset.num_users, "items": dataset.num_items, "max_len": max_len,
                         "model": variant, "loss": loss, "parameters": sum(p.numel() for p in model.parameters()),
@@ -152,10 +167,11 @@ def main() -> None:
                         "precision": precision, "batches": len(loader),
                     }
                     if not args.parameters_only:
-                        epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps, loss)
-                        rank_batch(model.eval(), evaluator.batches[-1])  # warm-up (the longest histories), not timed
+                        epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps, loss, device)
+                        rank_batch(model.eval(), evaluator.batches[-1].to(device))  # warm-up (the longest histories), not timed
+                        synchronize(device)
                         started = time.perf_counter()
-                        evaluator.evaluate(model)
+                        evaluator.evaluate(model, device)  # ends with the ranks back on the host
                         eval_s = time.perf_counter() - started
                         row.update({
                             "timed_batches": steps, "train_epoch_s": round(epoch_s, 2), "eval_all_users_s": round(eval_s, 2),
@@ -167,6 +183,8 @@ def main() -> None:
                         print(profile_step(model, loader, precision))
 
     machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
+    if device.type == "cuda":
+        machine += f", {torch.cuda.get_device_name(device)}"
     md = [
         f"Machine: {machine}. d=64, 2 blocks, 1 head, full CE, batch 128.", "",
         "| dataset | n | model | parameters (trained) | parameters (served) | precision | batches/epoch "

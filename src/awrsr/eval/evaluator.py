@@ -115,7 +115,8 @@ class FullRankingEvaluator:
         if hasattr(model, "eval"):
             model.eval()
         try:
-            return torch.cat([rank_batch(model, b.to(device)).cpu() for b in self.batches])[self._restore]
+            # One transfer back at the end: a .cpu() per batch would wait for each batch on a GPU.
+            return torch.cat([rank_batch(model, b.to(device)) for b in self.batches]).cpu()[self._restore]
         finally:
             if was_training:
                 model.train()

@@ -113,7 +113,8 @@ def served_parameters(model: nn.Module, max_len: int, num_items: int) -> int:
     model.eval()
     try:
         model.zero_grad(set_to_none=True)
-        histories = torch.randint(1, num_items + 1, (2, max_len))
+        device = next(model.parameters()).device
+        histories = torch.randint(1, num_items + 1, (2, max_len), device=device)
         histories[0, : max_len // 2] = 0  # a padded history too
         model.score_next(histories).sum().backward()
         used = sum(p.numel() for p in model.parameters() if p.grad is not None)
