@@ -9,5 +9,7 @@ rm -rf /tmp/awrsr && mkdir -p /tmp/awrsr /tmp/shared/data/ml-1m /tmp/shared/data
 cp -r src configs benchmarks /tmp/awrsr/  # the workers run this copy: later calls re-sync the repo
 gunzip -c .devdata/ml-1m.txt.gz > /tmp/shared/data/ml-1m/ml-1m.txt
 gunzip -c .devdata/Beauty.txt.gz > /tmp/shared/data/beauty/Beauty.txt
+# Records of runs finished in earlier leases (metrics.json + config.yaml), so the queue reuses them.
+if [ -d .devdata/gpu ]; then cp -r .devdata/gpu/. /tmp/gpu/; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
