@@ -26,16 +26,13 @@ excluded, are compared with the CPU. The script prints a table and exits 1 on an
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 from pathlib import Path
 
 import torch
 
-from awrsr.models import MODELS, ModelConfig, build_model
-from awrsr.nn.attention import ATTENTIONS
-from awrsr.nn.refine import REFINEMENTS
+from awrsr.models import ModelConfig, build_model, compatible_combinations
 
 # Relative errors. Float32 with TF32 off lands near 1e-7 in forward values, and up to ~1e-3 in
 # the gradient of a single parameter whose gradient is ~1e-6 of the whole (AC-TSR's gate at
@@ -43,17 +40,6 @@ from awrsr.nn.refine import REFINEMENTS
 # near 4e-3 in outputs and 1e-2 in all gradients together.
 TOLERANCE = {"outputs": 1e-5, "weights": 1e-5, "scores": 1e-5, "narrow vs full": 1e-5, "fused vs explicit": 1e-5,
              "gradients": 1e-3, "bf16 outputs": 2e-2, "bf16 gradients": 5e-2}
-
-
-def combinations() -> list[tuple[str, str, str]]:
-    combos = []
-    for triple in itertools.product(MODELS.names(), ATTENTIONS.names(), REFINEMENTS.names()):
-        try:
-            build_model(ModelConfig(name=triple[0], attention=triple[1], refine=triple[2], max_len=4, hidden_size=4), 3)
-        except Exception:  # incompatible parts (a ConfigError), or a part that cannot build at all
-            continue
-        combos.append(triple)
-    return combos
 
 
 def relative_error(value: torch.Tensor, reference: torch.Tensor, scale: float = 0.0) -> float:
@@ -82,16 +68,16 @@ def padded_batch(num_items: int, max_len: int, batch: int, generator: torch.Gene
     return torch.where(slots >= max_len - lengths.unsqueeze(1), ids, torch.zeros_like(ids))
 
 
-def forward_backward(model, ids: torch.Tensor, need_weights: bool = False, autocast: bool = False):
-    """Outputs, attention weights (if asked) and parameter gradients of a fixed function of the outputs."""
+def forward_backward(model, ids: torch.Tensor, autocast: bool = False):
+    """Outputs and parameter gradients of a fixed function of the outputs."""
     model.zero_grad(set_to_none=True)
     with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=autocast):
-        out, weights = model.encode(ids, need_weights=need_weights)
+        out, _ = model.encode(ids)
     out = out.float() if out.dtype == torch.bfloat16 else out
     fixed = torch.linspace(-1, 1, out.numel(), device=out.device, dtype=out.dtype).view_as(out)
     (out * fixed).sum().backward()
     grads = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
-    return out.detach(), weights, grads
+    return out.detach(), grads
 
 
 def with_full_history_row(ids: torch.Tensor) -> torch.Tensor:
@@ -115,23 +101,24 @@ def check_model(name: str, attention: str, refine: str, device: torch.device) ->
     on_device = ids.to(device)
     errors: dict[str, float] = {}
 
-    _, ref_weights, _ = forward_backward(reference, ids, need_weights=True)
-    _, weights, _ = forward_backward(model, on_device, need_weights=True)
+    with torch.no_grad():
+        ref_weights = reference.encode(ids, need_weights=True)[1]
+        weights = model.encode(on_device, need_weights=True)[1]
     errors["weights"] = max(
         max(relative_error(w.base, r.base), relative_error(w.refined, r.refined))
         for w, r in zip(weights, ref_weights)
     )
-    ref_out, _, ref_grads = forward_backward(reference, ids)
-    out, _, grads = forward_backward(model, on_device)  # narrow window, fused kernel where it applies
+    ref_out, ref_grads = forward_backward(reference, ids)
+    out, grads = forward_backward(model, on_device)  # narrow window, fused kernel where it applies
     errors["outputs"] = relative_error(out, ref_out)
     errors["gradients"] = gradient_error(grads, ref_grads)  # narrow window
-    full_out, _, _ = forward_backward(model, with_full_history_row(on_device))
+    full_out, _ = forward_backward(model, with_full_history_row(on_device))
     errors["narrow vs full"] = relative_error(out, full_out[:-1])
     explicit = build_model(ModelConfig(**config, dropout=0.0, fused_attention=False), num_items)
     explicit.load_state_dict(reference.state_dict())
-    explicit_out, _, _ = forward_backward(explicit.float().to(device).train(), on_device)
+    explicit_out, _ = forward_backward(explicit.float().to(device).train(), on_device)
     errors["fused vs explicit"] = relative_error(out, explicit_out)
-    bf16_out, _, bf16_grads = forward_backward(model, on_device, autocast=True)
+    bf16_out, bf16_grads = forward_backward(model, on_device, autocast=True)
     errors["bf16 outputs"] = relative_error(bf16_out, ref_out)
     errors["bf16 gradients"] = gradient_error(bf16_grads, ref_grads, per_parameter=False)
 
@@ -192,7 +179,7 @@ def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = False  # compare float32 with float32, not TF32
     torch.backends.cudnn.allow_tf32 = False
     rows = []
-    for triple in combinations():
+    for triple in compatible_combinations():
         try:
             rows.append(check_model(*triple, device))
         except Exception as err:  # a crash is a failed check, reported with the rest

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
 import torch
 
 from awrsr.errors import ConfigError
-from awrsr.models import MODELS, ModelConfig, build_model
-from awrsr.nn.attention import ATTENTIONS
-from awrsr.nn.refine import REFINEMENTS
+from awrsr.models import ModelConfig, build_model, compatible_combinations
 
 # ../shared/data beside the repository root; tests that need it skip when it is absent.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -28,14 +25,7 @@ def registered_combinations() -> list[tuple[str, str, str]]:
     """Every (backbone, attention, refinement) triple the registries offer and the builders
     accept; a new part registered anywhere is picked up by every test parametrised with this.
     Rejected triples are tested to be configuration errors in tests/models/test_stosa.py."""
-    combos = []
-    for triple in itertools.product(MODELS.names(), ATTENTIONS.names(), REFINEMENTS.names()):
-        try:
-            build_model(ModelConfig(name=triple[0], attention=triple[1], refine=triple[2], max_len=4, hidden_size=4), 3)
-        except ConfigError:
-            continue
-        combos.append(triple)
-    return combos
+    return compatible_combinations()
 
 
 def build_tiny(name: str, attention: str, refine: str, **overrides):

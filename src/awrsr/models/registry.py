@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Callable
 
 from torch import nn
@@ -20,3 +21,23 @@ def build_model(cfg: "ModelConfig", num_items: int) -> nn.Module:
     import awrsr.models  # noqa: F401  (registers the backbones)
 
     return MODELS.get(cfg.name)(cfg, num_items)
+
+
+def compatible_combinations() -> list[tuple[str, str, str]]:
+    """Every (backbone, attention, refinement) triple the registries offer that builds; triples
+    whose parts are declared incompatible (a ConfigError) are left out. The shared tests and
+    benchmarks/device_check.py run over this, so a newly registered part is covered at once."""
+    import awrsr.models  # noqa: F401  (registers the backbones)
+    from awrsr.errors import ConfigError
+    from awrsr.models.config import ModelConfig
+    from awrsr.nn.attention import ATTENTIONS
+    from awrsr.nn.refine import REFINEMENTS
+
+    combos = []
+    for name, attention, refine in itertools.product(MODELS.names(), ATTENTIONS.names(), REFINEMENTS.names()):
+        try:
+            build_model(ModelConfig(name=name, attention=attention, refine=refine, max_len=4, hidden_size=4), 3)
+        except ConfigError:
+            continue
+        combos.append((name, attention, refine))
+    return combos
