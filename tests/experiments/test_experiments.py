@@ -5,6 +5,7 @@ import shutil
 
 import numpy as np
 import pytest
+import yaml
 from rich.console import Console
 
 from awrsr.errors import ArtifactError, ConfigError
@@ -147,6 +148,56 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     (tmp_path / "add" / "seed-0").mkdir()
     shutil.copy(tmp_path / "add" / "seed-1" / "history.csv", tmp_path / "add" / "seed-0" / "history.csv")
     assert len(draw_figures(tmp_path, tmp_path / "third")) == len(files)
+
+
+def test_compare_tabulates_by_history_length(base_config, tmp_path):
+    import polars as pl
+
+    from awrsr.experiments.by_length import bucket_labels
+    from awrsr.experiments.figures import draw_figures
+
+    table = run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET)
+    rows = pl.read_csv(tmp_path / "by_length.csv", schema_overrides={"improvement_pct": pl.Float64, "p_value": pl.Float64})
+    assert set(rows["bucket"]) <= set(bucket_labels([5, 10, 20, 50, 100, 200])) and rows["users"].min() > 0
+    for variant in ("none", "add"):
+        mine = rows.filter(pl.col("variant") == variant)
+        # the buckets partition the test users: their user-weighted means give the overall metric
+        overall = (mine["users"] * mine["mean"]).sum() / mine["users"].sum()
+        assert overall == pytest.approx(table[variant]["ndcg@10"].mean, abs=1e-12)
+        assert mine["users"].sum() == rows.filter(pl.col("variant") == "none")["users"].sum()
+    # an improvement is per bucket, paired over seeds with the base
+    add, none = rows.filter(pl.col("variant") == "add"), rows.filter(pl.col("variant") == "none")
+    assert add["improvement_pct"].to_list() == pytest.approx(((add["mean"] / none["mean"] - 1) * 100).to_list())
+    assert none["improvement_pct"].is_nan().all()
+    assert "users)" in (tmp_path / "by_length.md").read_text()
+    assert "ndcg_by_length.png" in {f.name for f in draw_figures(tmp_path)}
+    # ranks and lengths are aligned user by user: a "model" that ranks the target first exactly
+    # for histories of at most 20 items scores 1 in those buckets and 0 in the others
+    from awrsr.data import data_config_from_dict, leave_one_out, load_sequence_data
+    from awrsr.experiments.by_length import length_table
+
+    config = yaml.safe_load((tmp_path / "add" / "seed-1" / "config.yaml").read_text())
+    lengths = leave_one_out(load_sequence_data(data_config_from_dict(config["data"]))).test.history.lengths
+    assert (lengths <= 20).any() and (lengths > 20).any()
+    for seed in (1, 2):
+        np.save(tmp_path / "add" / f"seed-{seed}" / "test_ranks.npy", np.where(lengths <= 20, 1, 15).astype(np.int32))
+    records = [{"variant": v, "seed": s, "run_dir": str(tmp_path / v / f"seed-{s}")} for v in ("none", "add") for s in (1, 2)]
+    labels, counts, cells = length_table(records, {"none": "none", "add": "none"}, "none", edges=[10, 20, 50])
+    assert labels == ["1-10", "11-20", "21-50", ">50"]
+    assert counts == [int(((lengths > lo) & (lengths <= hi)).sum()) for lo, hi in [(0, 10), (10, 20), (20, 50), (50, 10**9)]]
+    assert [c["mean"] for c, n in zip(cells["add"], counts) if n] == [1.0] * sum(1 for n in counts[:2] if n) + [0.0] * sum(1 for n in counts[2:] if n)
+    # a run whose dataset is no longer the one it was trained on: the main table still comes,
+    # the breakdown is skipped with the reason
+    metrics = tmp_path / "add" / "seed-2" / "metrics.json"
+    record = json.loads(metrics.read_text())
+    record["dataset"]["sha256"] = "0" * 64
+    metrics.write_text(json.dumps(record))
+    (tmp_path / "by_length.md").unlink()
+    out = io.StringIO()
+    run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=Console(file=out, width=300),
+                report_only=True)
+    assert "no table by history length" in out.getvalue() and "not the dataset this run was trained on" in out.getvalue()
+    assert (tmp_path / "table.md").is_file() and not (tmp_path / "by_length.md").exists()
 
 
 def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_config, tmp_path):

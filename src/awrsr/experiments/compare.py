@@ -13,7 +13,8 @@ import yaml
 
 from rich.console import Console
 
-from awrsr.errors import ConfigError
+from awrsr.errors import AwrsrError, ConfigError
+from awrsr.experiments.by_length import write_length_tables
 from awrsr.experiments.runs import finished_run, option_args, run_or_reuse, run_status
 from awrsr.files import csv_text, write_text_atomic
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
@@ -126,6 +127,10 @@ def run_compare(
     table = tabulate(records, base, references=references)
     write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
     console.print((output_dir / "table.md").read_text())
+    try:  # where the differences are: by the users' history length (reads the dataset once)
+        console.print(write_length_tables(records, references, base, output_dir).read_text())
+    except (AwrsrError, OSError) as err:  # e.g. tabulating on a machine without the data file
+        console.print(f"[yellow]no table by history length: {err}[/yellow]")
     return table
 
 

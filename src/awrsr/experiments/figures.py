@@ -4,6 +4,7 @@
 - validation NDCG@5 per epoch for several runs (Figure 4)
 - the global gradient norm per epoch (Figure 5)
 - NDCG@N for N = 1..20 from the stored test ranks (Figure 2)
+- for a comparison, NDCG@10 by the users' history length (from its by_length.csv)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import polars as pl  # noqa: E402
 import torch  # noqa: E402
 
 from awrsr.errors import ArtifactError  # noqa: E402
+from awrsr.experiments.by_length import held_out_ranks  # noqa: E402  (re-exported)
 from awrsr.infer.artifact import METRICS_FILE  # noqa: E402
 
 
@@ -52,17 +54,6 @@ def plot_curves(runs: dict[str, Path], column: str, ylabel: str, out: Path) -> P
     return out if drawn else None
 
 
-def held_out_ranks(run_dir: Path) -> np.ndarray:
-    """Each test user's rank of the held-out item: stored by ``awrsr fit``, or (for runs made
-    before it was stored) computed again from the saved model on its dataset."""
-    from awrsr.workflows import TEST_RANKS_FILE, rank_artifact
-
-    path = run_dir / TEST_RANKS_FILE
-    if path.is_file():
-        return np.load(path)
-    return rank_artifact(run_dir, split="test").ranks.numpy()
-
-
 def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     ns = np.arange(1, max_n + 1)
@@ -74,6 +65,33 @@ def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20) -> Path:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("test NDCG@N")
     ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def plot_by_length(table_csv: Path, out: Path) -> Path:
+    """Grouped bars: each variant's mean (± std over seeds) per bucket of history length, from a
+    comparison's by_length.csv."""
+    table = pl.read_csv(table_csv)
+    buckets = list(dict.fromkeys(table["bucket"].cast(pl.Utf8).to_list()))
+    variants = list(dict.fromkeys(table["variant"].cast(pl.Utf8).to_list()))
+    users = dict(zip(table["bucket"].cast(pl.Utf8), table["users"]))
+    width = 0.8 / len(variants)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(buckets)), 4))
+    for i, variant in enumerate(variants):
+        rows = table.filter(pl.col("variant").cast(pl.Utf8) == variant)
+        means = dict(zip(rows["bucket"].cast(pl.Utf8), rows["mean"]))
+        stds = dict(zip(rows["bucket"].cast(pl.Utf8), rows["std"]))
+        x = np.arange(len(buckets)) + (i - (len(variants) - 1) / 2) * width
+        ax.bar(x, [means.get(b, np.nan) for b in buckets], width, yerr=[stds.get(b, 0.0) for b in buckets],
+               label=variant, capsize=2)
+    ax.set_xticks(np.arange(len(buckets)), [f"{b}\n({users[b]:,})" for b in buckets])
+    ax.set_xlabel("history length (test users)")
+    metric = table["metric"][0].upper().replace("HR@", "Recall@")
+    ax.set_ylabel(f"test {metric}, mean over seeds")
+    ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -135,6 +153,8 @@ def draw_figures(directory: str | Path, output_dir: str | Path | None = None, us
         plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png"),
         plot_ndcg_at_n(runs, out / "ndcg_at_n.png"),
     ]
+    if attention_runs != [directory] and (directory / "by_length.csv").is_file():  # a comparison's table
+        files.append(plot_by_length(directory / "by_length.csv", out / "ndcg_by_length.png"))
     for run_dir in attention_runs:
         name = run_dir.parent.name if run_dir != directory else run_dir.name
         files.append(plot_attention(run_dir, out / f"attention_{name}.png", user=user))
