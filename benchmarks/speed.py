@@ -89,10 +89,10 @@ def train_epoch_seconds(
     return elapsed * len(loader) / timed, timed  # extrapolated to the whole epoch when max_steps cuts it
 
 
-def profile_step(model, loader, precision: str) -> str:
+def profile_step(model, loader, precision: str, loss: str = "ce") -> str:
     from torch.profiler import ProfilerActivity, profile
 
-    loss_fn = LOSSES.get("ce")
+    loss_fn = LOSSES.get(loss)  # the variant's own loss (STOSA's distance loss, say), as it trains
     inputs, targets = model.training_example(next(iter(loader))[0])
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
     model.train()
@@ -180,7 +180,7 @@ def main() -> None:
                     rows.append(row)
                     print(json.dumps(row), flush=True)
                     if args.profile and not args.parameters_only:
-                        print(profile_step(model, loader, precision))
+                        print(profile_step(model, loader, precision, loss))
 
     machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
     if device.type == "cuda":
