@@ -182,22 +182,47 @@ def test_compare_tabulates_by_history_length(base_config, tmp_path):
     for seed in (1, 2):
         np.save(tmp_path / "add" / f"seed-{seed}" / "test_ranks.npy", np.where(lengths <= 20, 1, 15).astype(np.int32))
     records = [{"variant": v, "seed": s, "run_dir": str(tmp_path / v / f"seed-{s}")} for v in ("none", "add") for s in (1, 2)]
-    labels, counts, cells = length_table(records, {"none": "none", "add": "none"}, "none", edges=[10, 20, 50])
-    assert labels == ["1-10", "11-20", "21-50", ">50"]
+    labels, rows, left_out = length_table(records, {"none": "none", "add": "none"}, "none", edges=[10, 20, 50])
+    assert labels == ["1-10", "11-20", "21-50", ">50"] and not left_out
+    counts = rows["add"].counts
     assert counts == [int(((lengths > lo) & (lengths <= hi)).sum()) for lo, hi in [(0, 10), (10, 20), (20, 50), (50, 10**9)]]
-    assert [c["mean"] for c, n in zip(cells["add"], counts) if n] == [1.0] * sum(1 for n in counts[:2] if n) + [0.0] * sum(1 for n in counts[2:] if n)
+    assert [c["mean"] for c, n in zip(rows["add"].cells, counts) if n] == [1.0] * sum(1 for n in counts[:2] if n) + [0.0] * sum(1 for n in counts[2:] if n)
     # a run whose dataset is no longer the one it was trained on: the main table still comes,
     # the breakdown is skipped with the reason
-    metrics = tmp_path / "add" / "seed-2" / "metrics.json"
+    # a run without stored ranks is left out (no model is run again) and the table says so
+    (tmp_path / "add" / "seed-2" / "test_ranks.npy").unlink()
+    run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
+    md = (tmp_path / "by_length.md").read_text()
+    assert "Partial table: add seed 2 (no stored test ranks)" in md and "| add | " in md and "| 1 |" in md
+    metrics = tmp_path / "add" / "seed-1" / "metrics.json"
     record = json.loads(metrics.read_text())
     record["dataset"]["sha256"] = "0" * 64
     metrics.write_text(json.dumps(record))
-    (tmp_path / "by_length.md").unlink()
     out = io.StringIO()
     run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=Console(file=out, width=300),
                 report_only=True)
     assert "no table by history length" in out.getvalue() and "not the dataset this run was trained on" in out.getvalue()
-    assert (tmp_path / "table.md").is_file() and not (tmp_path / "by_length.md").exists()
+    # the main table is written; no earlier breakdown is left beside it (nor drawn from)
+    assert (tmp_path / "table.md").is_file()
+    assert not (tmp_path / "by_length.md").exists() and not (tmp_path / "by_length.csv").exists()
+    assert "ndcg_by_length.png" not in {f.name for f in draw_figures(tmp_path, tmp_path / "after")}
+
+
+def test_by_length_pairs_only_runs_on_the_same_data_and_seeds(base_config, tmp_path):
+    extra = parse_sets(TINY)
+    variants = {"base": {}, "fewer": {"data.synthetic.num_users": 60}}
+    run_compare(base_config, variants, [1], tmp_path / "data", extra=extra, console=QUIET)
+    md = (tmp_path / "data" / "by_length.md").read_text()
+    assert "| fewer (other data than base) |" in md and "Trained on other data than the base" in md
+    assert "%" not in md.split("\n| fewer")[1]  # no improvement across datasets
+    # seeds that do not meet: the base has seed 1 only, the variant seed 2 only
+    run_compare(base_config, ["add"], [1, 2], tmp_path / "full", extra=extra, console=QUIET)
+    for run in ("none/seed-1", "add/seed-2"):
+        shutil.copytree(tmp_path / "full" / run, tmp_path / "apart" / run)
+    run_compare(base_config, ["add"], [1, 2], tmp_path / "apart", extra=extra, console=QUIET, report_only=True)
+    md = (tmp_path / "apart" / "by_length.md").read_text()
+    assert "| add (no seed shared with none) |" in md and "Partial table" in md
+    assert "%" not in md.split("\n| add")[1].split("\n")[0]  # nothing to pair with
 
 
 def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_config, tmp_path):

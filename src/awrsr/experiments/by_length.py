@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -73,122 +74,164 @@ def bucket_means(values: np.ndarray, buckets: np.ndarray, num_buckets: int) -> n
     return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
-def test_history_lengths(run_dir: Path, cache: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """History length of each test user of a finished run, in the order of its test ranks.
+def test_history_lengths(run_dir: Path, cache: dict[str, tuple[str, np.ndarray]] | None = None) -> tuple[str, np.ndarray]:
+    """(dataset fingerprint, history length of each test user) of a finished run, users in the
+    order of its test ranks.
 
-    The dataset is read again from the run's config.yaml and must have the fingerprint stored in its
-    metrics.json; ``cache`` (by fingerprint) reads each dataset once for many runs."""
+    The dataset is read again from the run's config.yaml and must have the fingerprint stored in
+    its metrics.json; ``cache`` (by data config) reads each dataset once for many runs."""
     from awrsr.data import data_config_from_dict, leave_one_out, load_sequence_data
-    from awrsr.infer.artifact import METRICS_FILE
+    from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 
-    metrics = json.loads((run_dir / METRICS_FILE).read_text())
-    stored = (metrics.get("dataset") or {}).get("sha256")
-    if cache is not None and stored in cache:
-        return cache[stored]
-    config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
-    dataset = load_sequence_data(data_config_from_dict(config.get("data") or {}))
-    if stored and dataset.fingerprint.sha256 != stored:
+    try:
+        metrics = json.loads((run_dir / METRICS_FILE).read_text())
+        config = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) or {}
+        data = config.get("data") or {}
+        key = json.dumps(data, sort_keys=True, default=str)
+        if cache is None or key not in cache:
+            dataset = load_sequence_data(data_config_from_dict(data))
+            loaded = (dataset.fingerprint.sha256, leave_one_out(dataset).test.history.lengths)
+            if cache is not None:
+                cache[key] = loaded
+        fingerprint, lengths = cache[key] if cache is not None else loaded
+    except (OSError, json.JSONDecodeError, yaml.YAMLError, TypeError, ValueError, AttributeError) as err:
+        raise ArtifactError(f"{run_dir}: cannot read its run records or its data ({err})") from None
+    stored = (metrics.get("dataset") or {}).get("sha256") if isinstance(metrics, dict) else None
+    if stored is not None and stored != fingerprint:  # (runs from before fingerprints have none)
         raise ArtifactError(
-            f"{run_dir}: the data ({dataset.stats.source}) is not the dataset this run was trained on "
-            f"(fingerprint {dataset.fingerprint.sha256[:12]} != stored {stored[:12]})"
+            f"{run_dir}: the data is not the dataset this run was trained on "
+            f"(fingerprint {fingerprint[:12]} != stored {stored[:12]})"
         )
-    lengths = leave_one_out(dataset).test.history.lengths
-    if cache is not None:
-        cache[dataset.fingerprint.sha256] = lengths
-    return lengths
+    return fingerprint, lengths
 
 
-def held_out_ranks(run_dir: Path) -> np.ndarray:
+def held_out_ranks(run_dir: Path, recompute: bool = True) -> np.ndarray | None:
     """Each test user's rank of the held-out item: stored by ``awrsr fit``, or (for runs made
-    before it was stored) computed again from the saved model on its dataset."""
+    before it was stored) computed again from the saved model on its dataset, or None with
+    ``recompute=False``."""
     from awrsr.workflows import TEST_RANKS_FILE, rank_artifact
 
     path = run_dir / TEST_RANKS_FILE
     if path.is_file():
-        return np.load(path)
-    return rank_artifact(run_dir, split="test").ranks.numpy()
+        try:
+            return np.load(path)
+        except (OSError, ValueError, EOFError) as err:
+            raise ArtifactError(f"{path}: cannot read the test ranks ({err})") from None
+    return rank_artifact(run_dir, split="test").ranks.numpy() if recompute else None
+
+
+@dataclass
+class LengthRow:
+    """One variant's line of the table: users per bucket on its data, and a cell per bucket."""
+
+    fingerprint: str
+    counts: list[int]
+    cells: list[dict[str, float]] = field(default_factory=list)
+    note: str = ""  # why no improvement is shown (other data, no shared seed)
 
 
 def length_table(
     records: list[dict], references: dict[str, str], base: str, edges: Sequence[int] = DEFAULT_EDGES,
-    metric: str = LENGTH_METRIC,
-) -> tuple[list[str], list[int], dict[str, list[dict[str, float]]]]:
-    """(bucket labels, users per bucket, per variant a cell per bucket). A cell holds the mean and
-    std over seeds of the bucket's ``metric``, and, against the variant's reference, the
-    improvement in % and the paired p-value over the shared seeds, like the main table."""
-    labels, cache = bucket_labels(edges), {}
-    by_variant: dict[str, dict[int, list[float]]] = {}
-    counts = None
+    metric: str = LENGTH_METRIC, recompute_ranks: bool = False,
+) -> tuple[list[str], dict[str, LengthRow], list[str]]:
+    """(bucket labels, a row per variant, runs left out with the reason). A cell holds the mean
+    and std over seeds of the bucket's ``metric`` and, against the variant's reference (when both
+    ran on the same data), the improvement in % and the paired p-value over the shared seeds,
+    like the main table. Runs without stored test ranks are left out unless ``recompute_ranks``
+    (which runs the saved model on the data again)."""
+    labels, cache, left_out = bucket_labels(edges), {}, []
+    means: dict[str, dict[int, list[float]]] = {}
+    rows: dict[str, LengthRow] = {}
     for r in records:
         run_dir = Path(r["run_dir"])
-        lengths = test_history_lengths(run_dir, cache)
-        ranks = held_out_ranks(run_dir)
+        fingerprint, lengths = test_history_lengths(run_dir, cache)
+        ranks = held_out_ranks(run_dir, recompute=recompute_ranks)
+        if ranks is None:
+            left_out.append(f"{r['variant']} seed {r['seed']} (no stored test ranks)")
+            continue
         if len(ranks) != len(lengths):
             raise ArtifactError(f"{run_dir}: {len(ranks)} test ranks for {len(lengths)} test users")
         buckets = assign_buckets(lengths, edges)
-        run_counts = np.bincount(buckets, minlength=len(labels))
-        if counts is None:
-            counts = run_counts
-        elif not np.array_equal(counts, run_counts):
-            raise ArtifactError(f"{run_dir}: its test users differ from the other runs' (not one dataset)")
-        by_variant.setdefault(r["variant"], {})[r["seed"]] = bucket_means(per_user_metric(ranks, metric), buckets, len(labels)).tolist()
-    table: dict[str, list[dict[str, float]]] = {}
-    for variant, runs in by_variant.items():
+        row = rows.setdefault(r["variant"], LengthRow(fingerprint, np.bincount(buckets, minlength=len(labels)).tolist()))
+        if row.fingerprint != fingerprint:
+            raise ArtifactError(f"{run_dir}: variant {r['variant']!r} has runs on different data")
+        means.setdefault(r["variant"], {})[r["seed"]] = bucket_means(per_user_metric(ranks, metric), buckets, len(labels)).tolist()
+    for variant, row in rows.items():
+        runs = means[variant]
         reference = references.get(variant, base)
-        base_runs = by_variant.get(reference, {})
-        seeds = sorted(set(runs) & set(base_runs)) if variant != reference else []
-        cells = []
+        seeds: list[int] = []
+        if variant != reference and reference in rows:
+            if rows[reference].fingerprint != row.fingerprint:
+                row.note = f"other data than {reference}"
+            else:
+                seeds = sorted(set(runs) & set(means[reference]))
+                row.note = "" if seeds else f"no seed shared with {reference}"
+        elif variant != reference:
+            row.note = f"no seed shared with {reference}"
         for b in range(len(labels)):
-            if not counts[b]:  # no test user has a history of this length
-                cells.append({"mean": math.nan, "std": math.nan, "improvement": math.nan, "p_value": math.nan, "runs": 0, "pairs": 0})
-                continue
-            mean, std = mean_std([runs[s][b] for s in sorted(runs)])
-            cell = {"mean": mean, "std": std, "improvement": math.nan, "p_value": math.nan, "runs": len(runs), "pairs": len(seeds)}
-            if seeds:
-                shared, base_shared = [runs[s][b] for s in seeds], [base_runs[s][b] for s in seeds]
-                cell["improvement"] = relative_improvement(mean_std(shared)[0], mean_std(base_shared)[0])
-                cell["p_value"] = paired_p_value(shared, base_shared)
-            cells.append(cell)
-        table[variant] = cells
-    return labels, [int(c) for c in counts], table
+            cell = {"mean": math.nan, "std": math.nan, "improvement": math.nan, "p_value": math.nan,
+                    "runs": len(runs), "pairs": len(seeds)}
+            if row.counts[b]:  # else no test user has a history of this length
+                cell["mean"], cell["std"] = mean_std([runs[s][b] for s in sorted(runs)])
+                if seeds:
+                    shared, base_shared = [runs[s][b] for s in seeds], [means[reference][s][b] for s in seeds]
+                    cell["improvement"] = relative_improvement(mean_std(shared)[0], mean_std(base_shared)[0])
+                    cell["p_value"] = paired_p_value(shared, base_shared)
+            row.cells.append(cell)
+    return labels, rows, left_out
 
 
 def write_length_tables(
     records: list[dict], references: dict[str, str], base: str, output_dir: Path,
-    edges: Sequence[int] = DEFAULT_EDGES, metric: str = LENGTH_METRIC,
+    edges: Sequence[int] = DEFAULT_EDGES, metric: str = LENGTH_METRIC, missing: Sequence[str] = (),
 ) -> Path:
     """by_length.md and by_length.csv in ``output_dir``: the comparison's ``metric`` per bucket of
-    test history length. Buckets with no user are left out."""
-    labels, counts, table = length_table(records, references, base, edges, metric)
-    shown = [b for b, c in enumerate(counts) if c]
-    rows = [["variant", "metric", "bucket", "users", "mean", "std", "improvement_pct", "p_value", "runs", "pairs"]]
-    for variant, cells in table.items():
-        rows += [[variant, metric, labels[b], counts[b], *(cells[b][k] for k in ("mean", "std", "improvement", "p_value", "runs", "pairs"))]
-                 for b in shown]
-    write_text_atomic(output_dir / "by_length.csv", csv_text(rows))
+    test history length. Buckets with no user are left out; ``missing`` names the comparison's
+    unfinished runs (the table then says it is partial)."""
+    labels, rows, left_out = length_table(records, references, base, edges, metric)
+    if not rows:
+        raise ArtifactError(f"no run has stored test ranks ({', '.join(left_out)})")
+    header = rows.get(base) or next(iter(rows.values()))
+    shown = [b for b in range(len(labels)) if any(row.counts[b] for row in rows.values())]
+    lines = [["variant", "metric", "bucket", "users", "mean", "std", "improvement_pct", "p_value", "runs", "pairs"]]
+    for variant, row in rows.items():
+        lines += [[variant, metric, labels[b], row.counts[b],
+                   *(row.cells[b][k] for k in ("mean", "std", "improvement", "p_value", "runs", "pairs"))]
+                  for b in shown if row.counts[b]]
+    write_text_atomic(output_dir / "by_length.csv", csv_text(lines))
     name = metric.upper().replace("HR@", "Recall@")
-    lines = [
+    md = [
         f"Test {name} by the length of the user's history (items before the test target; the model "
         "sees at most its last max_len), mean over seeds; improvement over the variant's reference "
-        "in %, paired t-test p-value over seeds.",
+        "in %, paired t-test p-value over the seeds both have.",
         "",
-        "| model | " + " | ".join(f"{labels[b]} ({counts[b]:,} user{'s' if counts[b] > 1 else ''})" for b in shown) + " | seeds |",
+        "| model | " + " | ".join(f"{labels[b]} ({header.counts[b]:,} user{'s' if header.counts[b] != 1 else ''})"
+                                for b in shown) + " | seeds |",
         "|---" * (len(shown) + 2) + "|",
     ]
-    for variant, cells in table.items():
+    for variant, row in rows.items():
         texts = []
         for b in shown:
-            c = cells[b]
-            text = f"{c['mean']:.4f}"
-            if c["pairs"]:
+            c = row.cells[b]
+            text = "-" if not row.counts[b] else f"{c['mean']:.4f}"
+            if row.counts[b] and c["pairs"]:
                 gain = "n/a" if math.isnan(c["improvement"]) else f"{c['improvement']:+.1f}%"  # a base of 0
                 text += f" ({gain}, p={c['p_value']:.2f})" if c["pairs"] > 1 else f" ({gain})"
             texts.append(text)
-        runs, pairs = cells[shown[0]]["runs"], cells[shown[0]]["pairs"]
+        runs, pairs = row.cells[0]["runs"], row.cells[0]["pairs"]
         seeds = str(runs) if not pairs or pairs == runs else f"{runs} ({pairs} paired)"
         reference = references.get(variant, base)
         label = f"{variant} (vs {reference})" if reference not in (variant, base) else variant
-        lines.append(f"| {label} | " + " | ".join(texts) + f" | {seeds} |")
+        if row.note:
+            label += f" ({row.note})"
+        md.append(f"| {label} | " + " | ".join(texts) + f" | {seeds} |")
+    other = [v for v, row in rows.items() if row.fingerprint != header.fingerprint]
+    if other:
+        md += ["", f"Trained on other data than the base, so with other bucket sizes (see by_length.csv): {', '.join(other)}."]
+    if missing or left_out:
+        md += ["", f"Partial table: {', '.join([*missing, *left_out])} not in it. Improvements and p-values "
+               "compare only the seeds a variant shares with its reference (paired), so they may differ "
+               "from the ratio of the means shown."]
     path = output_dir / "by_length.md"
-    write_text_atomic(path, "\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(md) + "\n")
     return path

@@ -127,9 +127,11 @@ def run_compare(
     table = tabulate(records, base, references=references)
     write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
     console.print((output_dir / "table.md").read_text())
-    try:  # where the differences are: by the users' history length (reads the dataset once)
-        console.print(write_length_tables(records, references, base, output_dir).read_text())
+    try:  # where the differences are: by the users' history length (reads each dataset once)
+        console.print(write_length_tables(records, references, base, output_dir, missing=missing).read_text())
     except (AwrsrError, OSError) as err:  # e.g. tabulating on a machine without the data file
+        for stale in (output_dir / "by_length.md", output_dir / "by_length.csv"):  # never beside a newer table
+            stale.unlink(missing_ok=True)
         console.print(f"[yellow]no table by history length: {err}[/yellow]")
     return table
 
