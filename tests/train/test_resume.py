@@ -111,3 +111,33 @@ def test_resume_refuses_other_data_at_a_moved_path(tmp_path):
     cfg["train"].max_epochs = 2
     with pytest.raises(ArtifactError, match="not the dataset"):  # ...but not the data
         fit(**cfg, console=QUIET, resume=True)
+
+
+def test_a_run_moved_to_another_directory_resumes_with_its_selection(tmp_path):
+    """A run directory copied elsewhere (from another machine, say) and resumed there keeps its
+    best epoch so far: the next epoch is not taken as best unless it is better."""
+    import shutil
+
+    settings = dict(max_epochs=6, patience=50, lr=0.05)  # validation peaks before the last epoch
+    straight = fit(**tiny_run_config(tmp_path / "straight", **settings), console=QUIET)
+    best = straight.metrics["selection"]["best_epoch"]
+    assert best < settings["max_epochs"]  # else this test shows nothing
+    # stopped exactly at its best epoch, then moved; the old directory is gone
+    fit(**tiny_run_config(tmp_path / "there", **{**settings, "max_epochs": best}), console=QUIET)
+    shutil.copytree(tmp_path / "there", tmp_path / "here")
+    shutil.rmtree(tmp_path / "there")
+    resumed = fit(**tiny_run_config(tmp_path / "here", **settings), console=QUIET, resume=True)
+    assert resumed.metrics["selection"] == straight.metrics["selection"]
+    assert resumed.metrics["test"] == straight.metrics["test"]
+
+
+def test_the_relocatable_checkpoint_reads_the_state_of_lightnings_own(tmp_path):
+    """Runs checkpointed before RelocatableModelCheckpoint existed keep their selection on resume:
+    both classes store their state under the same key."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from awrsr.train.callbacks import RelocatableModelCheckpoint
+
+    for options in (dict(filename="best", monitor="val/ndcg@10", mode="max"), dict(filename="last", save_on_train_epoch_end=True)):
+        ours, theirs = RelocatableModelCheckpoint(dirpath=tmp_path, **options), ModelCheckpoint(dirpath=tmp_path, **options)
+        assert ours.state_key == theirs.state_key

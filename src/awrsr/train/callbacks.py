@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import EarlyStopping
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
 
 class EpochTimer(L.Callback):
@@ -67,6 +69,37 @@ class ResumableEarlyStopping(EarlyStopping):
         super().load_state_dict(state_dict)
         self.patience = patience
         self.stopped_epoch = 0
+
+
+class RelocatableModelCheckpoint(ModelCheckpoint):
+    """A checkpoint callback whose run directory may move between sessions (copied from another
+    machine, renamed, or resumed in a new place).
+
+    Lightning keeps the best score only when the checkpoint directory is the one it was saved from;
+    elsewhere it drops it, so the first epoch after resuming became "best" even when worse, and
+    the best path still named the old place. Here the stored paths are moved into this directory
+    (the files have the same names there) and the score is kept.
+    """
+
+    @property
+    def state_key(self) -> str:
+        # Lightning keys callback state by class name; keep ModelCheckpoint's so that checkpoints
+        # saved by either class load into the other.
+        return ModelCheckpoint.state_key.fget(self).replace(type(self).__qualname__, ModelCheckpoint.__qualname__, 1)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        saved_dir = state_dict.get("dirpath")
+        if saved_dir is not None and self.dirpath is not None and Path(saved_dir) != Path(self.dirpath):
+            def here(path: Any) -> Any:
+                return str(Path(self.dirpath) / Path(path).name) if path else path
+
+            state_dict = {
+                **state_dict,
+                "dirpath": self.dirpath,
+                **{key: here(state_dict.get(key)) for key in ("best_model_path", "kth_best_model_path", "last_model_path")},
+                "best_k_models": {here(path): score for path, score in (state_dict.get("best_k_models") or {}).items()},
+            }
+        super().load_state_dict(state_dict)
 
 
 class GradientNorm(L.Callback):

@@ -12,7 +12,6 @@ import lightning as L
 import polars as pl
 import torch
 import yaml
-from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from torch import nn
 from torch.utils.data import DataLoader
@@ -21,7 +20,9 @@ from awrsr.data import LeaveOneOutSplit
 from awrsr.errors import AwrsrError
 from awrsr.eval import EvalConfig, build_eval_batches
 from awrsr.train.batches import training_loader
-from awrsr.train.callbacks import EpochTimer, GradientNorm, RandomState, ResumableEarlyStopping
+from awrsr.train.callbacks import (
+    EpochTimer, GradientNorm, RandomState, RelocatableModelCheckpoint, ResumableEarlyStopping,
+)
 from awrsr.train.config import TrainConfig
 from awrsr.train.module import SequentialRecommenderModule
 
@@ -80,12 +81,12 @@ def train_model(
             (checkpoint_dir / RUN_RECORD).write_text(yaml.safe_dump(run_record, sort_keys=False))
 
     monitor = f"val/{train.monitor}"
-    checkpoint = ModelCheckpoint(
+    checkpoint = RelocatableModelCheckpoint(
         dirpath=checkpoint_dir, filename="best", monitor=monitor, mode="max", save_top_k=1,
         enable_version_counter=False,
     )
     # Saved when an epoch is complete (after its validation), so a resumed run starts a new epoch.
-    last = ModelCheckpoint(
+    last = RelocatableModelCheckpoint(
         dirpath=checkpoint_dir, filename=LAST_CHECKPOINT.removesuffix(".ckpt"), save_top_k=1,
         save_on_train_epoch_end=True, enable_version_counter=False,
     )
