@@ -135,3 +135,12 @@ def test_every_command_help_opens_with_a_whole_sentence(capsys, command):
     assert code == 0
     description = out.split("\n\n")[1].replace("\n", " ").strip()
     assert description.endswith(".") and len(description) > 20, description
+
+
+@pytest.mark.parametrize("edges", ["[10,5]", "[0,5]", "[]"])
+def test_compare_refuses_bad_length_edges_before_training(tmp_path, capsys, edges):
+    config = tmp_path / "base.yaml"
+    config.write_text("model:\n  max_len: 10\n")
+    code, _, err = run_cli(capsys, "compare", str(config), "--length_edges", edges, "--output_dir", str(tmp_path / "c"))
+    assert code == 2 and "length_edges" in err and "positive and increasing" in err
+    assert not (tmp_path / "c").exists()  # nothing trained

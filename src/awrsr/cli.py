@@ -154,6 +154,7 @@ def compare(
     set: Optional[List[str]] = None,
     variants_file: Optional[str] = None,
     report_only: bool = False,
+    length_edges: List[int] = [5, 10, 20, 50, 100, 200],
 ) -> None:
     """Train a base and its variants over several seeds and write the paper's Table 2 layout.
 
@@ -171,12 +172,17 @@ def compare(
         variants_file: YAML mapping of named variants to their options (e.g. configs/compare/neighbours.yaml);
             replaces variants and key; the base is the entry named `base`, else the first.
         report_only: train nothing; tabulate the finished runs and name the missing ones.
+        length_edges: upper bounds of the history-length buckets of by_length.md (the last bucket
+            is everything longer).
     """
     from awrsr.experiments.compare import load_variants_file, run_compare
     from awrsr.experiments.runs import parse_sets
 
     chosen = load_variants_file(variants_file) if variants_file else variants
-    run_compare(base_config, chosen, seeds, output_dir, key=key, base=base, extra=parse_sets(set), report_only=report_only)
+    run_compare(
+        base_config, chosen, seeds, output_dir, key=key, base=base, extra=parse_sets(set), report_only=report_only,
+        length_edges=length_edges,
+    )
 
 
 def plot(directory: str, output_dir: Optional[str] = None, user: Optional[int] = None) -> None:

@@ -223,6 +223,9 @@ def test_by_length_pairs_only_runs_on_the_same_data_and_seeds(base_config, tmp_p
     md = (tmp_path / "apart" / "by_length.md").read_text()
     assert "| add (no seed shared with none) |" in md and "Partial table" in md
     assert "%" not in md.split("\n| add")[1].split("\n")[0]  # nothing to pair with
+    # buckets of the user's choosing
+    run_compare(base_config, ["add"], [1, 2], tmp_path / "full", extra=extra, console=QUIET, report_only=True, length_edges=[20])
+    assert {line.split(",")[2] for line in (tmp_path / "full" / "by_length.csv").read_text().splitlines()[1:]} == {"1-20", ">20"}
 
 
 def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_config, tmp_path):

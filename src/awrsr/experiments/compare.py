@@ -14,7 +14,7 @@ import yaml
 from rich.console import Console
 
 from awrsr.errors import AwrsrError, ConfigError
-from awrsr.experiments.by_length import write_length_tables
+from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import finished_run, option_args, run_or_reuse, run_status
 from awrsr.files import csv_text, write_text_atomic
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
@@ -77,6 +77,7 @@ def run_compare(
     config: str, variants: Sequence[str] | Mapping[str, Mapping[str, Any]], seeds: Sequence[int],
     output_dir: str | Path, key: str = "model.refine", base: str = "none",
     extra: dict[str, Any] | None = None, console: Console | None = None, report_only: bool = False,
+    length_edges: Sequence[int] = DEFAULT_EDGES,
 ) -> dict[str, dict[str, Cell]]:
     """Train the base and every variant for every seed, then tabulate (see ``variant_options``).
 
@@ -87,6 +88,10 @@ def run_compare(
     """
     console = console or Console()
     output_dir = Path(output_dir)
+    try:  # now, not after hours of training
+        bucket_labels(length_edges)
+    except ValueError as err:
+        raise ConfigError(f"length_edges: {err}") from None
     base, options = variant_options(variants, key, base)
     options, references = split_references(options, base)
     label = "model" if isinstance(variants, Mapping) else key
@@ -128,7 +133,7 @@ def run_compare(
     write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
     console.print((output_dir / "table.md").read_text())
     try:  # where the differences are: by the users' history length (reads each dataset once)
-        console.print(write_length_tables(records, references, base, output_dir, missing=missing).read_text())
+        console.print(write_length_tables(records, references, base, output_dir, length_edges, missing=missing).read_text())
     except (AwrsrError, OSError) as err:  # e.g. tabulating on a machine without the data file
         for stale in (output_dir / "by_length.md", output_dir / "by_length.csv"):  # never beside a newer table
             stale.unlink(missing_ok=True)
