@@ -6,7 +6,7 @@
     python benchmarks/speed.py --datasets ml-1m --precision 32-true --max-len 50 200 \
         --refinements none simp value add            # the cost of each refinement
     python benchmarks/speed.py --datasets beauty --precision 32-true \
-        --variants-file configs/compare/neighbours.yaml   # every model: parameters, epoch, inference
+        --variants-file configs/compare/neighbours-beauty.yaml   # every model: parameters, epoch, inference
     python benchmarks/speed.py --device cuda --precision 32-true bf16-mixed   # on a GPU
 
 The training epoch runs the same model and loss code as `awrsr fit` (d=64, 2 blocks, 1 head,

@@ -27,3 +27,20 @@ def test_variants_file_names_known_options_that_build(path):
         options = {k: v for k, v in (options or {}).items() if k != COMPARE_TO}
         cfg = load_fit_config(["--config", str(CONFIGS / "sasrec" / "beauty.yaml"), *option_args(options or {})])
         build_model(cfg["model"], num_items=30)
+
+
+def test_the_neighbours_files_differ_only_in_bert4rec_mask_probability_of_their_dataset():
+    """One variants file per dataset, equal but for the Cloze mask probability, which must be the
+    one of that dataset's BERT4Rec config (a variant that left it out would get the default)."""
+    import yaml
+
+    files = {ds: load_variants_file(CONFIGS / "compare" / f"neighbours-{ds}.yaml") for ds in ("beauty", "ml-1m")}
+    without = {ds: {name: {k: v for k, v in o.items() if k != "model.mask_prob"} for name, o in f.items()} for ds, f in files.items()}
+    assert without["beauty"] == without["ml-1m"]
+    for ds, variants in files.items():
+        mask_prob = yaml.safe_load((CONFIGS / "bert4rec" / f"{ds}.yaml").read_text())["model"]["mask_prob"]
+        for name, options in variants.items():
+            if options.get("model.name") == "bert4rec":
+                assert options.get("model.mask_prob") == mask_prob, (ds, name)
+            else:
+                assert "model.mask_prob" not in options, (ds, name)

@@ -169,7 +169,7 @@ def compare(
         key: the config key that differs between variants.
         base: the value of `key` for the base model.
         set: extra fixed options for every run, as key=value.
-        variants_file: YAML mapping of named variants to their options (e.g. configs/compare/neighbours.yaml);
+        variants_file: YAML mapping of named variants to their options (e.g. configs/compare/neighbours-beauty.yaml);
             replaces variants and key; the base is the entry named `base`, else the first.
         report_only: train nothing; tabulate the finished runs and name the missing ones.
         length_edges: upper bounds of the history-length buckets of by_length.md (the last bucket

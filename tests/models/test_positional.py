@@ -97,6 +97,8 @@ def test_fixed_patterns_are_refused_on_a_bidirectional_backbone():
 def test_positional_rank_must_be_positive():
     with pytest.raises(ConfigError, match="model.positional_rank"):
         ModelConfig(attention="positional", positional_rank=0)
+    with pytest.raises(ConfigError, match="only applies to model.attention: positional"):
+        ModelConfig(attention="dot", positional_rank=20)  # would silently train SASRec, not FPARec
 
 
 def test_fparec_fits_beats_popularity_and_recommends(tmp_path):

@@ -380,3 +380,13 @@ def test_fit_beats_popularity_and_the_artifact_recommends(tmp_path, lite):
         ids = torch.tensor([[0] * 17 + [1, 2, 3], list(range(1, 21))])
         with torch.no_grad():
             assert torch.allclose(rec.model.score_next(ids), plain.score_next(ids), atol=1e-5)
+
+
+def test_weight_decay_never_applies_to_the_perturbation_network():
+    # An L2 pull on W_Qp, W_Kp would drive M towards 1/2 (a stronger perturbation) outside eq. 20.
+    module = SequentialRecommenderModule(
+        build_tiny("sasrec", "calibrated", "none"), loss="ce", num_negatives=0, lr=1e-3, weight_decay=0.01, ks=[10]
+    )
+    perturbation, recommender = module.configure_optimizers()
+    assert [g["weight_decay"] for g in perturbation.param_groups] == [0.0]
+    assert [g["weight_decay"] for g in recommender.param_groups] == [0.01]

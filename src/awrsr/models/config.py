@@ -89,6 +89,8 @@ class ModelConfig:
                 )
         if self.positional_rank is not None and self.positional_rank < 1:
             raise ConfigError(f"model.positional_rank must be >= 1 (or null for PARec's full matrix), got {self.positional_rank}")
+        if self.positional_rank is not None and self.attention != "positional":  # a mistyped FPARec would train SASRec
+            raise ConfigError(f"model.positional_rank only applies to model.attention: positional (FPARec), not {self.attention!r}")
         if not 0.0 < self.mask_prob < 1.0:
             raise ConfigError(f"model.mask_prob must be in (0, 1), got {self.mask_prob}")
         if not isinstance(self.ac_lite, bool):

@@ -112,7 +112,9 @@ class SequentialRecommenderModule(L.LightningModule):
         if self.automatic_optimization:
             return torch.optim.Adam(self.model.parameters(), **adam)
         # AC-TSR: [perturbation network theta^P, recommender theta], as adversarial_step unpacks them.
+        # No L2 penalty on theta^P: shrinking W_Qp, W_Kp pulls M towards 1/2, a stronger perturbation
+        # that eq. 20's objective does not ask for.
         return [
-            torch.optim.Adam(self._perturbation_params, **adam),
+            torch.optim.Adam(self._perturbation_params, **{**adam, "weight_decay": 0.0}),
             torch.optim.Adam(self._recommender_params, **adam),
         ]
