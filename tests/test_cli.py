@@ -128,7 +128,7 @@ def test_damaged_artifacts_are_clear_errors(trained_run, tmp_path, capsys, file,
     assert code == 2 and expected in err
 
 
-@pytest.mark.parametrize("command", ["fit", "evaluate", "recommend", "stats", "tune", "compare", "plot"])
+@pytest.mark.parametrize("command", ["fit", "evaluate", "recommend", "serve", "stats", "tune", "compare", "plot"])
 def test_every_command_help_opens_with_a_whole_sentence(capsys, command):
     # `awrsr CMD --help` shows only the docstring's first line: it must not stop mid-sentence.
     code, out, _ = run_cli(capsys, command, "--help")

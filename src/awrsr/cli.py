@@ -4,6 +4,7 @@ into options and YAML configs (``--config``), and rejects unknown keys.
     awrsr fit --config configs/sasrec/ml-1m.yaml [--data.path FILE] [--train.max_epochs 50]
     awrsr evaluate runs/sasrec-ml-1m [--split valid]
     awrsr recommend runs/sasrec-ml-1m --history 1193,661,914 --k 10
+    awrsr serve runs/sasrec-ml-1m --port 8000          # the same over HTTP (pip install "awrsr[serve]")
     awrsr stats --data.path ../shared/data/beauty/Beauty.txt
     awrsr tune configs/sasrec/beauty.yaml configs/search/awrsr-grid.yaml --output_dir runs/tune-beauty
     awrsr compare configs/sasrec/beauty.yaml --variants [simp,value,add] --seeds [42,43,44]
@@ -108,6 +109,24 @@ def recommend(
     Console().print(table)
 
 
+def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve a saved model's recommendations over HTTP (JSON; the API is at /docs).
+
+    Needs the serve extra: pip install 'awrsr[serve]'.
+
+    Args:
+        artifact: the run directory written by ``awrsr fit``.
+        host: the address to listen on (0.0.0.0 for every interface).
+        port: the TCP port.
+    """
+    from awrsr.infer.server import create_app
+
+    app = create_app(artifact)  # a bad artifact is a clear error before anything listens
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port)
+
+
 def stats(data: DataConfig = DataConfig()) -> None:
     """Print a dataset's statistics and fingerprint after cleaning.
 
@@ -204,7 +223,7 @@ def plot(directory: str, output_dir: Optional[str] = None, user: Optional[int] =
 
 def main(argv: Optional[list] = None) -> None:
     try:
-        CLI([fit, evaluate, recommend, stats, tune, compare, plot], args=argv, as_positional=True)
+        CLI([fit, evaluate, recommend, serve, stats, tune, compare, plot], args=argv, as_positional=True)
     except AwrsrError as err:
         print(f"awrsr: error: {err}", file=sys.stderr)
         sys.exit(2)
