@@ -144,3 +144,10 @@ def test_compare_refuses_bad_length_edges_before_training(tmp_path, capsys, edge
     code, _, err = run_cli(capsys, "compare", str(config), "--length_edges", edges, "--output_dir", str(tmp_path / "c"))
     assert code == 2 and "length_edges" in err and "positive and increasing" in err
     assert not (tmp_path / "c").exists()  # nothing trained
+
+
+def test_serve_refuses_a_bad_port_and_a_missing_artifact_before_listening(trained_run, tmp_path, capsys):
+    code, _, err = run_cli(capsys, "serve", str(trained_run.run_dir), "--port", "70000")
+    assert code == 2 and "--port must be in 0..65535" in err
+    code, _, err = run_cli(capsys, "serve", str(tmp_path / "nothing"))
+    assert code == 2 and "artifact directory not found" in err

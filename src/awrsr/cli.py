@@ -121,9 +121,13 @@ def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000) -> None:
     """
     from awrsr.infer.server import create_app
 
+    if not 0 <= port <= 65535:
+        raise AwrsrError(f"--port must be in 0..65535, got {port}")
+    try:
+        import uvicorn
+    except ImportError:
+        raise AwrsrError("awrsr serve needs FastAPI and uvicorn: pip install 'awrsr[serve]'") from None
     app = create_app(artifact)  # a bad artifact is a clear error before anything listens
-    import uvicorn
-
     uvicorn.run(app, host=host, port=port)
 
 

@@ -44,7 +44,10 @@ def test_a_batch_answers_each_history_as_alone(client):
         ({"history": [1, 999999], "k": 3}, "unknown item id(s): 999999"),
         ({"history": [], "k": 3}, "history"),
         ({"history": [1], "k": 0}, "k"),
-        ({"history": [999999], "k": 3, "ignore_unknown": True}, "no known items"),
+        ({"history": [999999], "k": 3, "ignore_unknown": True}, "no known item id"),
+        ({"history": [1], "top_k": 3}, "top_k"),  # a misspelt option is not silently the default
+        ({"history": [True], "k": 3}, "history"),  # JSON true is not item 1
+        ({"history": [1], "k": 3, "include_seen": "maybe"}, "include_seen"),
     ],
 )
 def test_bad_requests_are_422_with_the_reason(client, body, expected):
@@ -57,12 +60,45 @@ def test_unknown_ids_can_be_skipped(client):
     answer = client.post("/recommend", json={"history": [1, 999999], "k": 3, "ignore_unknown": True})
     assert answer.status_code == 200 and len(answer.json()["items"]) == 3
     batch = client.post("/recommend/batch", json={"histories": [[1], []], "k": 3})
-    assert batch.status_code == 422 and "at least one item" in batch.json()["detail"]
+    assert batch.status_code == 422 and "histories[1]: a history needs at least one item id" in batch.json()["detail"]
+    # in a batch, the error names the history
+    batch = client.post("/recommend/batch", json={"histories": [[1], [2, 999999]], "k": 3})
+    assert batch.status_code == 422 and batch.json()["detail"] == "histories[1]: unknown item id(s): 999999"
+    batch = client.post("/recommend/batch", json={"histories": [[1], [999999]], "k": 3, "ignore_unknown": True})
+    assert batch.status_code == 422 and batch.json()["detail"].startswith("histories[1]: no known item id")
+
+
+def test_string_ids_of_an_integer_vocabulary_are_found(client):
+    as_numbers = client.post("/recommend", json={"history": [1, 2], "k": 3}).json()
+    assert client.post("/recommend", json={"history": ["1", "2"], "k": 3}).json() == as_numbers
+
+
+def test_limits_on_one_answer(client):
+    answer = client.post("/recommend/batch", json={"histories": [[1]] * 300, "k": 1000})
+    assert answer.status_code == 422 and "k x histories" in answer.json()["detail"]
+
+
+def test_a_model_with_non_finite_scores_is_not_served(trained_run, tmp_path):
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    broken = tmp_path / "broken"
+    shutil.copytree(trained_run.run_dir, broken)
+    weights = load_file(broken / "model.safetensors")
+    name = next(k for k in weights if "items" in k and k.endswith("weight"))
+    weights[name][5] = float("nan")
+    save_file(weights, str(broken / "model.safetensors"))
+    answer = TestClient(create_app(broken)).post("/recommend", json={"history": [5], "k": 3})
+    assert answer.status_code == 500 and "non-finite scores" in answer.json()["detail"]
+    assert torch.isnan(weights[name]).any()
 
 
 def test_model_and_health_describe_what_is_served(client, trained_run):
     model = client.get("/model").json()
     assert model["max_len"] == 20 and model["model"]["name"] == "sasrec"  # tests/conftest.py's tiny run
+    assert model["name"] == trained_run.run_dir.name and "/" not in model["name"]  # no server paths
     assert model["items"] == 50 and model["test"] == trained_run.metrics["test"]
     assert model["dataset"]["sha256"] == trained_run.metrics["dataset"]["sha256"]
     assert client.get("/health").json() == {"status": "ok"}

@@ -390,3 +390,17 @@ def test_weight_decay_never_applies_to_the_perturbation_network():
     perturbation, recommender = module.configure_optimizers()
     assert [g["weight_decay"] for g in perturbation.param_groups] == [0.0]
     assert [g["weight_decay"] for g in recommender.param_groups] == [0.01]
+
+
+def test_a_resumed_run_drops_weight_decay_restored_onto_the_perturbation_network():
+    # torch restores each group's settings from a checkpoint (one saved before this rule, say)
+    from types import SimpleNamespace
+
+    module = SequentialRecommenderModule(
+        build_tiny("sasrec", "calibrated", "none"), loss="ce", num_negatives=0, lr=1e-3, weight_decay=0.01, ks=[10]
+    )
+    perturbation, recommender = module.configure_optimizers()
+    perturbation.param_groups[0]["weight_decay"] = 0.01  # as a restored state would have it
+    module.optimizers = lambda: [SimpleNamespace(optimizer=perturbation), SimpleNamespace(optimizer=recommender)]
+    module.on_train_start()
+    assert perturbation.param_groups[0]["weight_decay"] == 0.0 and recommender.param_groups[0]["weight_decay"] == 0.01

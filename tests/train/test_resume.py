@@ -141,3 +141,30 @@ def test_the_relocatable_checkpoint_reads_the_state_of_lightnings_own(tmp_path):
     for options in (dict(filename="best", monitor="val/ndcg@10", mode="max"), dict(filename="last", save_on_train_epoch_end=True)):
         ours, theirs = RelocatableModelCheckpoint(dirpath=tmp_path, **options), ModelCheckpoint(dirpath=tmp_path, **options)
         assert ours.state_key == theirs.state_key
+
+
+def test_checkpoint_paths_from_another_machine_land_in_this_directory(tmp_path):
+    from awrsr.train.callbacks import RelocatableModelCheckpoint
+
+    (tmp_path / "best.ckpt").touch()
+    callback = RelocatableModelCheckpoint(dirpath=tmp_path, filename="best", monitor="val/ndcg@10", mode="max")
+    saved = r"C:\Users\me\runs\x\checkpoints"  # a run trained on Windows
+    callback.load_state_dict({
+        "dirpath": saved, "monitor": "val/ndcg@10", "best_model_score": 0.5, "best_model_path": saved + r"\best.ckpt",
+        "best_k_models": {saved + r"\best.ckpt": 0.5}, "kth_best_model_path": saved + r"\best.ckpt", "kth_value": 0.5,
+        "last_model_path": "",
+    })
+    assert callback.best_model_path == str(tmp_path / "best.ckpt") and callback.best_model_score == 0.5
+    assert list(callback.best_k_models) == [str(tmp_path / "best.ckpt")]
+
+
+def test_a_moved_run_without_its_best_checkpoint_is_a_clear_error(tmp_path):
+    import shutil
+
+    from awrsr.errors import ArtifactError
+
+    fit(**tiny_run_config(tmp_path / "there", max_epochs=2, patience=50), console=QUIET)
+    shutil.copytree(tmp_path / "there", tmp_path / "here")
+    (tmp_path / "here" / "checkpoints" / "best.ckpt").unlink()  # only part of the run was copied
+    with pytest.raises(ArtifactError, match="best checkpoint so far is missing"):
+        fit(**tiny_run_config(tmp_path / "here", max_epochs=3, patience=50), console=QUIET, resume=True)

@@ -8,42 +8,48 @@ the OpenAPI page (``/docs``), uvicorn to run it.
     GET  /health           {"status": "ok"}
 
 Item ids are the user's own (numbers or strings, as in the data file). An unknown id, an empty
-history or an impossible ``k`` is a 422 answer that says which; with ``"ignore_unknown": true``
-unknown ids are skipped. The model scores one request at a time (a lock), so that concurrent
-requests do not oversubscribe the CPU threads; send histories in one batch request for throughput.
+history, an unknown field or an impossible ``k`` is a 422 answer that says which (and which history
+of a batch); with ``"ignore_unknown": true`` unknown ids are skipped. The model scores one request
+at a time, in a worker thread, so that concurrent requests do not oversubscribe the CPU threads and
+``/health`` answers while they wait; send histories in one batch request for throughput.
 """
 
 from __future__ import annotations
 
-import threading
+import math
 from pathlib import Path
 from typing import Any, Union
 
-from awrsr.errors import AwrsrError, ConfigError
+from awrsr.errors import AwrsrError, ConfigError, UnknownItemError
 from awrsr.infer.artifact import load_artifact
 from awrsr.infer.recommender import Recommender
 
 MAX_K = 1000
 MAX_BATCH = 4096
+MAX_HISTORY = 10_000  # ids per history (the model reads only its last max_len)
+MAX_ANSWERS = 200_000  # k x histories in one answer
 
 try:
+    import anyio
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
-    from pydantic import BaseModel, Field
+    from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 except ImportError:  # the optional "serve" extra is not installed
     FastAPI = None  # type: ignore[assignment,misc]
 
-ItemId = Union[int, str]
-
 if FastAPI is not None:
+    # Strict: JSON true is not item 1, and a string id stays a string.
+    ItemId = Union[StrictInt, StrictStr]
 
     class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")  # a misspelt option is an error, not a default
+
         k: int = Field(10, ge=1, le=MAX_K, description="how many items to return")
         include_seen: bool = Field(False, description="allow items already in the history")
         ignore_unknown: bool = Field(False, description="skip ids the model does not know instead of failing")
 
     class RecommendRequest(Options):
-        history: list[ItemId] = Field(..., min_length=1, description="the user's item ids, oldest first")
+        history: list[ItemId] = Field(..., min_length=1, max_length=MAX_HISTORY, description="the user's item ids, oldest first")
 
     class BatchRequest(Options):
         histories: list[list[ItemId]] = Field(..., min_length=1, max_length=MAX_BATCH)
@@ -66,33 +72,55 @@ def create_app(artifact_dir: str | Path) -> "FastAPI":
         raise ConfigError("awrsr serve needs FastAPI and uvicorn: pip install 'awrsr[serve]'")
     artifact = load_artifact(artifact_dir)
     recommender = Recommender(artifact.model, artifact.vocab, artifact.model_config.max_len)
-    scoring = threading.Lock()
-    app = FastAPI(title="awrsr", description=f"next-item recommendations from {artifact.directory}")
+    scoring = anyio.CapacityLimiter(1)  # one scoring at a time; waiting requests hold no thread
+    app = FastAPI(title="awrsr", description=f"next-item recommendations from the model {artifact.directory.name}")
 
     @app.exception_handler(AwrsrError)
     async def user_error(request: Request, err: AwrsrError) -> JSONResponse:
         return JSONResponse(status_code=422, content={"detail": str(err)})
 
-    def top_k(histories: list[list[ItemId]], options: Options) -> list[Recommendations]:
-        with scoring:
-            found = recommender.recommend_many(
-                histories, k=options.k, exclude_seen=not options.include_seen,
-                unknown="ignore" if options.ignore_unknown else "error",
-            )
+    @app.exception_handler(FloatingPointError)
+    async def broken_model(request: Request, err: FloatingPointError) -> JSONResponse:
+        return JSONResponse(status_code=500, content={"detail": str(err)})
+
+    def check(histories: list[list[ItemId]], options: Options, batch: bool) -> None:
+        """A clear error naming the history (in a batch) that cannot be answered."""
+        if len(histories) * options.k > MAX_ANSWERS:
+            raise ConfigError(f"k x histories may be at most {MAX_ANSWERS:,}, got {options.k} x {len(histories)}")
+        for i, history in enumerate(histories):
+            where = f"histories[{i}]: " if batch else ""
+            if len(history) > MAX_HISTORY:
+                raise ConfigError(f"{where}at most {MAX_HISTORY:,} item ids per history, got {len(history):,}")
+            if not history:
+                raise ConfigError(f"{where}a history needs at least one item id")
+            try:
+                recommender.vocab.encode(history)
+            except UnknownItemError as err:
+                if not options.ignore_unknown:
+                    raise ConfigError(f"{where}{err}") from None
+                if len(err.unknown) == len(history):
+                    raise ConfigError(f"{where}no known item id to recommend from ({err})") from None
+
+    def top_k(histories: list[list[ItemId]], options: Options, batch: bool) -> list[Recommendations]:
+        check(histories, options, batch)
+        found = recommender.recommend_many(
+            histories, k=options.k, exclude_seen=not options.include_seen,
+            unknown="ignore" if options.ignore_unknown else "error",
+        )
+        if not all(math.isfinite(r.score) for recs in found for r in recs):
+            raise FloatingPointError("the model produced non-finite scores; it cannot be served")
         return [Recommendations(items=[Item(item=r.item, score=r.score) for r in recs]) for recs in found]
 
     @app.post("/recommend", response_model=Recommendations)
-    def recommend(request: RecommendRequest) -> Recommendations:
-        return top_k([request.history], request)[0]
+    async def recommend(request: RecommendRequest) -> Recommendations:
+        return (await anyio.to_thread.run_sync(top_k, [request.history], request, False, limiter=scoring))[0]
 
     @app.post("/recommend/batch", response_model=BatchRecommendations)
-    def recommend_batch(request: BatchRequest) -> BatchRecommendations:
-        if any(not history for history in request.histories):
-            raise ConfigError("every history needs at least one item id")
-        return BatchRecommendations(results=top_k(request.histories, request))
+    async def recommend_batch(request: BatchRequest) -> BatchRecommendations:
+        return BatchRecommendations(results=await anyio.to_thread.run_sync(top_k, request.histories, request, True, limiter=scoring))
 
     info: dict[str, Any] = {
-        "directory": str(artifact.directory),
+        "name": artifact.directory.name,
         "model": artifact.config.get("model", {}),
         "items": len(artifact.vocab),
         "max_len": artifact.model_config.max_len,
@@ -102,11 +130,11 @@ def create_app(artifact_dir: str | Path) -> "FastAPI":
     }
 
     @app.get("/model")
-    def model() -> dict[str, Any]:
+    async def model() -> dict[str, Any]:
         return info
 
     @app.get("/health")
-    def health() -> dict[str, str]:
+    async def health() -> dict[str, str]:
         return {"status": "ok"}
 
     return app

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+
+from awrsr.errors import ArtifactError
 
 
 class EpochTimer(L.Callback):
@@ -89,17 +91,23 @@ class RelocatableModelCheckpoint(ModelCheckpoint):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         saved_dir = state_dict.get("dirpath")
-        if saved_dir is not None and self.dirpath is not None and Path(saved_dir) != Path(self.dirpath):
-            def here(path: Any) -> Any:
-                return str(Path(self.dirpath) / Path(path).name) if path else path
+        if saved_dir is not None and self.dirpath is not None:
+            if Path(saved_dir) != Path(self.dirpath):
+                def here(path: Any) -> Any:  # PureWindowsPath splits on both separators
+                    return str(Path(self.dirpath) / PureWindowsPath(path).name) if path else path
 
-            state_dict = {
-                **state_dict,
-                "dirpath": self.dirpath,
-                **{key: here(state_dict.get(key)) for key in ("best_model_path", "kth_best_model_path", "last_model_path")},
-                "best_k_models": {here(path): score for path, score in (state_dict.get("best_k_models") or {}).items()},
-            }
+                state_dict = {
+                    **state_dict,
+                    **{key: here(state_dict.get(key)) for key in ("best_model_path", "kth_best_model_path", "last_model_path")},
+                    "best_k_models": {here(path): score for path, score in (state_dict.get("best_k_models") or {}).items()},
+                }
+            state_dict = {**state_dict, "dirpath": self.dirpath}  # equal paths spelt differently, too
         super().load_state_dict(state_dict)
+        if self.best_model_path and not Path(self.best_model_path).is_file():
+            raise ArtifactError(
+                f"{self.best_model_path}: the best checkpoint so far is missing; a run directory must be "
+                "moved or copied whole (checkpoints/best.ckpt and last.ckpt)"
+            )
 
 
 class GradientNorm(L.Callback):

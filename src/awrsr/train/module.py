@@ -67,6 +67,11 @@ class SequentialRecommenderModule(L.LightningModule):
         self.log("train/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=inputs.shape[0])
         return loss
 
+    def on_train_start(self) -> None:
+        if not self.automatic_optimization:  # a resumed run restores its groups' settings: none for theta^P
+            for group in self.optimizers()[0].optimizer.param_groups:
+                group["weight_decay"] = 0.0
+
     def adversarial_step(self, inputs: Tensor, targets: Tensor) -> Tensor:
         """AC-TSR's min-max step (eqs. 18-22; docs/ac-tsr.md): the perturbation network theta^P
         minimises -L_P + alpha L_norm, the recommender theta minimises L_P + L_C, where L_P and L_C
