@@ -31,6 +31,19 @@ def test_evaluate_prints_the_metrics_table(trained_run, capsys):
     assert code == 0 and "NDCG@10" in out
 
 
+def test_evaluate_by_history_length_partitions_the_users(trained_run, capsys):
+    import re
+
+    code, out, _ = run_cli(capsys, "evaluate", str(trained_run.run_dir), "--by_length", "true")
+    assert code == 0 and "by history length" in out
+    rows = [line for line in out.splitlines() if re.match(r"\W*(\d+-\d+|>\d+)\s", line)]
+    users = [int(re.split(r"[│|]", row)[2].strip().replace(",", "")) for row in rows]
+    ndcg = [float(re.split(r"[│|]", row)[4]) for row in rows]
+    assert rows and sum(users) == len(__import__("numpy").load(trained_run.run_dir / "test_ranks.npy"))
+    overall = sum(u * v for u, v in zip(users, ndcg)) / sum(users)
+    assert overall == pytest.approx(trained_run.metrics["test"]["ndcg@10"], abs=1e-3)  # rows printed to 4 digits
+
+
 def test_fit_runs_from_a_config_file(tmp_path, capsys):
     config = tmp_path / "tiny.yaml"
     config.write_text(

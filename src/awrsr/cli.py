@@ -54,6 +54,7 @@ def evaluate(
     data_path: Optional[str] = None,
     split: Literal["test", "valid"] = "test",
     filter_seen: Optional[bool] = None,
+    by_length: bool = False,
 ) -> None:
     """Score a saved model again by full ranking on its dataset.
 
@@ -62,10 +63,11 @@ def evaluate(
         data_path: the data file, if it moved since training (it must be the same data).
         split: which held-out item to rank.
         filter_seen: override the stored seen-item filter.
+        by_length: also print the metrics per bucket of the users' history length.
     """
     from awrsr import workflows
 
-    workflows.evaluate(artifact, data_path=data_path, split=split, filter_seen=filter_seen)
+    workflows.evaluate(artifact, data_path=data_path, split=split, filter_seen=filter_seen, by_length=by_length)
 
 
 def recommend(

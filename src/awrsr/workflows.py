@@ -255,22 +255,44 @@ def check_resumable(run_dir: Path, parts: dict[str, Any]) -> dict[str, Any]:
 
 def evaluate(
     artifact_dir: str | Path, data_path: str | None = None, split: str = "test",
-    filter_seen: bool | None = None, console: Console | None = None,
+    filter_seen: bool | None = None, console: Console | None = None, by_length: bool = False,
 ) -> dict[str, float]:
     """Re-score a saved model on its dataset (re-read from the stored data config, or ``data_path``).
 
     The dataset must have the fingerprint stored with the model, so that a changed file cannot be
-    mistaken for the one the model was selected on.
+    mistaken for the one the model was selected on. ``by_length`` adds the metrics per bucket of
+    the users' history length.
     """
     console = console or Console()
     scored = rank_artifact(artifact_dir, data_path, split, filter_seen)
     metrics = ranking_metrics(scored.ranks, scored.evaluation.ks)
-    print_results(
-        console, {split: metrics}, scored.evaluation.ks,
-        title=f"{scored.artifact.directory} on {scored.source} (seen items "
-        f"{'filtered' if scored.evaluation.filter_seen else 'not filtered'})",
-    )
+    title = (f"{scored.artifact.directory} on {scored.source} (seen items "
+             f"{'filtered' if scored.evaluation.filter_seen else 'not filtered'})")
+    print_results(console, {split: metrics}, scored.evaluation.ks, title=title)
+    if by_length:
+        print_length_table(console, scored, f"{split} by history length")
     return metrics
+
+
+def print_length_table(console: Console, scored: "ScoredArtifact", title: str) -> None:
+    """HR@k, NDCG@k (k: the largest of ``ks`` up to 10) and MRR per bucket of history length."""
+    from awrsr.experiments.by_length import (
+        DEFAULT_EDGES, assign_buckets, bucket_labels, bucket_means, per_user_metric,
+    )
+
+    labels = bucket_labels(DEFAULT_EDGES)
+    buckets = assign_buckets(scored.lengths, DEFAULT_EDGES)
+    counts = np.bincount(buckets, minlength=len(labels))
+    k = max([k for k in scored.evaluation.ks if k <= 10] or [min(scored.evaluation.ks)])
+    names = [f"hr@{k}", f"ndcg@{k}", "mrr"]
+    ranks = scored.ranks.numpy()
+    means = {name: bucket_means(per_user_metric(ranks, name), buckets, len(labels)) for name in names}
+    table = Table(title=title)
+    for column in ("history length", "users", *[n.upper() for n in names]):
+        table.add_column(column, justify="left" if column == "history length" else "right")
+    for b in np.flatnonzero(counts):
+        table.add_row(labels[b], f"{counts[b]:,}", *(f"{means[name][b]:.4f}" for name in names))
+    console.print(table)
 
 
 @dataclass
@@ -279,6 +301,7 @@ class ScoredArtifact:
     evaluation: EvalConfig
     source: str  # the data file the ranks were computed on
     ranks: Tensor  # (M,) each evaluated user's rank of the held-out item
+    lengths: np.ndarray  # (M,) each evaluated user's history length (items before the held-out one)
 
 
 def rank_artifact(
@@ -306,7 +329,9 @@ def rank_artifact(
     evaluator = FullRankingEvaluator(
         cases, artifact.model_config.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size
     )
-    return ScoredArtifact(artifact, evaluation, str(dataset.stats.source), evaluator.ranks(artifact.model))
+    return ScoredArtifact(
+        artifact, evaluation, str(dataset.stats.source), evaluator.ranks(artifact.model), cases.history.lengths
+    )
 
 
 def _check_fingerprint(metrics: dict[str, Any] | None, dataset: SequenceData, directory: Path) -> None:
