@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from safetensors.torch import load_file, save_file
 
-from awrsr.errors import ArtifactError, UnknownItemError
+from awrsr.errors import ArtifactError, ConfigError, UnknownItemError
 from awrsr.infer import Recommender, load_artifact
 from awrsr.workflows import evaluate, fit
 
@@ -85,6 +85,13 @@ def test_unknown_items_are_a_clear_error_or_skipped_on_request(trained_run):
     with pytest.raises(UnknownItemError, match="999"):
         rec.recommend([1, 999], k=3)
     assert rec.recommend([1, 999], k=3, unknown="ignore") == rec.recommend([1], k=3)
+    # in a batch, the error names the history it is about
+    with pytest.raises(UnknownItemError, match=r"^histories\[1\]: unknown item id\(s\): 999$"):
+        rec.recommend_many([[1], [2, 999]], k=3)
+    with pytest.raises(ConfigError, match=r"histories\[0\]: no known item id"):
+        rec.recommend_many([[999], [1]], k=3, unknown="ignore")
+    with pytest.raises(ConfigError, match=r"histories\[1\]: a history needs at least one item id"):
+        rec.recommend_many([[1], []], k=3)
 
 
 def test_artifact_loading_errors(trained_run, tmp_path):

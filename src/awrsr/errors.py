@@ -25,11 +25,11 @@ class ArtifactError(AwrsrError):
 class UnknownItemError(AwrsrError, KeyError):
     """Item ids that are not in the model's vocabulary."""
 
-    def __init__(self, unknown: list, hint: str = "") -> None:
+    def __init__(self, unknown: list, hint: str = "", where: str = "") -> None:
         self.unknown = list(unknown)
         shown = ", ".join(repr(x) for x in self.unknown[:10])
         more = f" (and {len(self.unknown) - 10} more)" if len(self.unknown) > 10 else ""
-        super().__init__(f"unknown item id(s): {shown}{more}{hint}")
+        super().__init__(f"{where}unknown item id(s): {shown}{more}{hint}")
 
     def __str__(self) -> str:  # KeyError would otherwise quote the whole message
         return str(self.args[0])

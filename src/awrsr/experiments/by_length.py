@@ -88,12 +88,11 @@ def test_history_lengths(run_dir: Path, cache: dict[str, tuple[str, np.ndarray]]
         config = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) or {}
         data = config.get("data") or {}
         key = json.dumps(data, sort_keys=True, default=str)
-        if cache is None or key not in cache:
+        cache = {} if cache is None else cache
+        if key not in cache:
             dataset = load_sequence_data(data_config_from_dict(data))
-            loaded = (dataset.fingerprint.sha256, leave_one_out(dataset).test.history.lengths)
-            if cache is not None:
-                cache[key] = loaded
-        fingerprint, lengths = cache[key] if cache is not None else loaded
+            cache[key] = (dataset.fingerprint.sha256, leave_one_out(dataset).test.history.lengths)
+        fingerprint, lengths = cache[key]
     except (OSError, json.JSONDecodeError, yaml.YAMLError, TypeError, ValueError, AttributeError) as err:
         raise ArtifactError(f"{run_dir}: cannot read its run records or its data ({err})") from None
     stored = (metrics.get("dataset") or {}).get("sha256") if isinstance(metrics, dict) else None

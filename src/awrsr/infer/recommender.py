@@ -50,13 +50,17 @@ class Recommender:
         self, histories: Sequence[Sequence[int | str]], k: int = 10, exclude_seen: bool = True,
         unknown: Literal["error", "ignore"] = "error",
     ) -> list[list[Recommendation]]:
-        """Top-k for each history, scored in one batch."""
+        """Top-k for each history, scored in one batch. An error names the history it is about
+        (``histories[i]: ...``) when there are several."""
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}")
-        encoded = [self._encode(h, unknown) for h in histories]
+        encoded = []
+        for i, history in enumerate(histories):
+            where = f"histories[{i}]: " if len(histories) > 1 else ""
+            if not len(history):
+                raise ConfigError(f"{where}a history needs at least one item id")
+            encoded.append(self._encode(history, unknown, where))
         lengths = np.array([len(e) for e in encoded], dtype=np.int64)
-        if (lengths == 0).any():
-            raise ConfigError("a history has no known items; at least one is needed")
         rows = Sequences(np.concatenate([[0], np.cumsum(lengths)]), np.concatenate(encoded))
         scores = self.model.score_next(torch.from_numpy(rows.to_padded(self.max_len)))  # (B, I)
         if exclude_seen:
@@ -64,6 +68,8 @@ class Recommender:
             scores = mask_items(scores, seen_rows, torch.from_numpy(rows.items - 1))
         k = min(k, scores.shape[1])
         top_scores, top_cols = scores.topk(k, dim=1)
+        if torch.isnan(top_scores).any() or torch.isposinf(top_scores).any():  # (-inf: filtered items)
+            raise FloatingPointError("the model produced non-finite scores; its recommendations are meaningless")
         results = []
         for row_scores, row_cols in zip(top_scores.tolist(), top_cols.tolist()):
             valid = [(c, s) for c, s in zip(row_cols, row_scores) if s != float("-inf")]
@@ -71,11 +77,13 @@ class Recommender:
             results.append([Recommendation(i, s) for i, (_, s) in zip(items, valid)])
         return results
 
-    def _encode(self, history: Sequence[int | str], unknown: str) -> np.ndarray:
-        if unknown == "error":
-            return self.vocab.encode(history)
+    def _encode(self, history: Sequence[int | str], unknown: str, where: str = "") -> np.ndarray:
         try:
             return self.vocab.encode(history)
         except UnknownItemError as err:
+            if unknown == "error":
+                raise UnknownItemError(err.unknown, where=where) from None
+            if len(err.unknown) == len(history):
+                raise ConfigError(f"{where}no known item id to recommend from ({err})") from None
             missing = {str(x) for x in err.unknown}
             return self.vocab.encode([x for x in history if str(x) not in missing])

@@ -16,11 +16,10 @@ at a time, in a worker thread, so that concurrent requests do not oversubscribe 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Union
 
-from awrsr.errors import AwrsrError, ConfigError, UnknownItemError
+from awrsr.errors import AwrsrError, ConfigError
 from awrsr.infer.artifact import load_artifact
 from awrsr.infer.recommender import Recommender
 
@@ -83,41 +82,27 @@ def create_app(artifact_dir: str | Path) -> "FastAPI":
     async def broken_model(request: Request, err: FloatingPointError) -> JSONResponse:
         return JSONResponse(status_code=500, content={"detail": str(err)})
 
-    def check(histories: list[list[ItemId]], options: Options, batch: bool) -> None:
-        """A clear error naming the history (in a batch) that cannot be answered."""
+    def top_k(histories: list[list[ItemId]], options: Options) -> list[Recommendations]:
         if len(histories) * options.k > MAX_ANSWERS:
             raise ConfigError(f"k x histories may be at most {MAX_ANSWERS:,}, got {options.k} x {len(histories)}")
-        for i, history in enumerate(histories):
-            where = f"histories[{i}]: " if batch else ""
-            if len(history) > MAX_HISTORY:
-                raise ConfigError(f"{where}at most {MAX_HISTORY:,} item ids per history, got {len(history):,}")
-            if not history:
-                raise ConfigError(f"{where}a history needs at least one item id")
-            try:
-                recommender.vocab.encode(history)
-            except UnknownItemError as err:
-                if not options.ignore_unknown:
-                    raise ConfigError(f"{where}{err}") from None
-                if len(err.unknown) == len(history):
-                    raise ConfigError(f"{where}no known item id to recommend from ({err})") from None
-
-    def top_k(histories: list[list[ItemId]], options: Options, batch: bool) -> list[Recommendations]:
-        check(histories, options, batch)
+        too_long = [i for i, history in enumerate(histories) if len(history) > MAX_HISTORY]
+        if too_long:
+            raise ConfigError(f"histories[{too_long[0]}]: at most {MAX_HISTORY:,} item ids per history")
+        # The Recommender names the history an unknown id or an empty history is in, and refuses
+        # non-finite scores (FloatingPointError: a 500 below).
         found = recommender.recommend_many(
             histories, k=options.k, exclude_seen=not options.include_seen,
             unknown="ignore" if options.ignore_unknown else "error",
         )
-        if not all(math.isfinite(r.score) for recs in found for r in recs):
-            raise FloatingPointError("the model produced non-finite scores; it cannot be served")
         return [Recommendations(items=[Item(item=r.item, score=r.score) for r in recs]) for recs in found]
 
     @app.post("/recommend", response_model=Recommendations)
     async def recommend(request: RecommendRequest) -> Recommendations:
-        return (await anyio.to_thread.run_sync(top_k, [request.history], request, False, limiter=scoring))[0]
+        return (await anyio.to_thread.run_sync(top_k, [request.history], request, limiter=scoring))[0]
 
     @app.post("/recommend/batch", response_model=BatchRecommendations)
     async def recommend_batch(request: BatchRequest) -> BatchRecommendations:
-        return BatchRecommendations(results=await anyio.to_thread.run_sync(top_k, request.histories, request, True, limiter=scoring))
+        return BatchRecommendations(results=await anyio.to_thread.run_sync(top_k, request.histories, request, limiter=scoring))
 
     info: dict[str, Any] = {
         "name": artifact.directory.name,
