@@ -79,6 +79,46 @@ def test_fixed_patterns_by_hand_whatever_the_padding(pattern, expected):
         assert weights[:-3].abs().sum() == 0  # padded queries attend to nothing
 
 
+def test_linear_by_window_slot_by_hand_whatever_the_padding():
+    """The slot reading of a_ij = j (docs/neighbours.md): an 8-item history in a 50-slot window sits
+    in slots 43..50, so its newest item gets 50 / (43 + ... + 50) = 0.134, not 8 / 36 = 0.222."""
+    attention = FixedPatternAttention(
+        pattern="linear", positions="window", max_len=50, hidden_size=4, num_heads=1, attn_dropout=0.0,
+        refinement=NoRefinement(),
+    )
+    history = torch.arange(1, 9)[None]
+    expected = torch.arange(43, 51, dtype=torch.float32) / sum(range(43, 51))
+    # the whole window, a window trimmed to the history (as the backbone does), and one in between
+    for width in (50, 8, 11):
+        ids = torch.cat([torch.zeros(1, width - 8, dtype=torch.long), history], dim=1)
+        weights = attention.weights(AttentionMask.build(ids, causal=True))[0, 0]
+        assert torch.allclose(weights[-1, -8:], expected, atol=1e-6)
+        # one query earlier (slot 49): the same numbering over its seven keys
+        assert torch.allclose(weights[-2, -8:-1], torch.arange(43, 50) / sum(range(43, 50)), atol=1e-6)
+        assert weights[-1, :-8].abs().sum() == 0
+    history_reading = FixedPatternAttention(pattern="linear", hidden_size=4, num_heads=1, attn_dropout=0.0, refinement=NoRefinement())
+    newest = history_reading.weights(AttentionMask.build(history, causal=True))[0, 0, -1, -1]
+    assert newest == pytest.approx(8 / 36)
+
+
+@pytest.mark.parametrize("pattern", ["average", "exponential"])
+def test_window_positions_change_only_the_linear_pattern(pattern):
+    ids = torch.tensor([[0, 0, 3, 4, 5, 6]])
+    by_history, by_window = _tiny(pattern)(ids), _tiny(pattern, pattern_positions="window")(ids)
+    assert torch.allclose(by_history, by_window, atol=1e-6)
+    linear = _tiny("linear")(ids), _tiny("linear", pattern_positions="window")(ids)
+    assert not torch.allclose(*linear, atol=1e-3)
+    # and the window numbering is padding-invariant in the whole model too
+    assert torch.allclose(_tiny("linear", pattern_positions="window")(ids[:, 2:]), linear[1][:, 2:], atol=1e-6)
+
+
+def test_window_positions_are_refused_outside_the_fixed_patterns():
+    with pytest.raises(ConfigError, match="model.pattern_positions only applies to the fixed patterns"):
+        ModelConfig(attention="positional", pattern_positions="window")
+    with pytest.raises(ConfigError, match="model.pattern_positions must be history or window"):
+        ModelConfig(attention="linear", pattern_positions="slot")
+
+
 @pytest.mark.parametrize("pattern", ["average", "linear", "exponential"])
 def test_fixed_patterns_follow_the_models_dtype(pattern):
     """Their weights are built in the values' dtype: a float64 model (the reference of

@@ -36,6 +36,9 @@ class ModelConfig:
             encodes positions itself (positional and the fixed patterns: PARec has none).
         positional_rank: attention positional: None learns the full n x n matrix (PARec), k factorises
             it as R1 R2^T with R1, R2 of n x k (FPARec).
+        pattern_positions: fixed patterns: number the positions j of a_ij along the user's history
+            (history, 1 = its first item) or by slot of the right-aligned max_len window (window,
+            max_len = the newest item); only linear depends on it (docs/neighbours.md).
         mask_prob: bert4rec: probability that Cloze training replaces a real item by [mask].
         ac_lite: attention calibrated: train with AC-TSR's calibrators but serve (eval mode) with plain
             softmax(QK^T/sqrt(d_h)) attention, at SASRec's cost (AC-SASRec-lite).
@@ -61,6 +64,7 @@ class ModelConfig:
     norm_eps: float = 1e-8
     position_embedding: bool | None = None  # None -> on unless the attention encodes positions
     positional_rank: int | None = None  # positional attention: None -> full n x n (PARec), k -> FPARec
+    pattern_positions: Literal["history", "window"] = "history"  # fixed patterns: how j in a_ij is counted
     mask_prob: float = 0.2  # bert4rec: Cloze masking probability
     # AC-TSR
     ac_lite: bool = False  # calibrated attention: serve without the calibrators (AC-SASRec-lite)
@@ -91,6 +95,15 @@ class ModelConfig:
             raise ConfigError(f"model.positional_rank must be >= 1 (or null for PARec's full matrix), got {self.positional_rank}")
         if self.positional_rank is not None and self.attention != "positional":  # a mistyped FPARec would train SASRec
             raise ConfigError(f"model.positional_rank only applies to model.attention: positional (FPARec), not {self.attention!r}")
+        if self.pattern_positions not in ("history", "window"):
+            raise ConfigError(f"model.pattern_positions must be history or window, got {self.pattern_positions!r}")
+        from awrsr.nn.attention.fixed import PATTERNS  # imported here, as the registries below
+
+        if self.pattern_positions != "history" and self.attention not in PATTERNS:
+            raise ConfigError(
+                f"model.pattern_positions only applies to the fixed patterns ({', '.join(PATTERNS)}), "
+                f"not model.attention: {self.attention!r}"
+            )
         if not 0.0 < self.mask_prob < 1.0:
             raise ConfigError(f"model.mask_prob must be in (0, 1), got {self.mask_prob}")
         if not isinstance(self.ac_lite, bool):

@@ -6,13 +6,16 @@ over the allowed keys. For query i and key j <= i:
 - linear:      a_ij = j                (linear annealing: recent items count more)
 - exponential: a_ij = exp(j - i)       (exponential annealing)
 
-Positions are counted along the user's own history (1 = its first item), so that the weights do
-not depend on the amount of left padding. For ``exponential`` only differences j - i matter.
+Positions are counted along the user's own history (1 = its first item) by default. The paper's
+j can also be read as the slot of a right-aligned window of max_len slots (``positions="window"``,
+1 = the oldest slot, max_len = the newest item); the two differ on ``linear`` only, since for
+``exponential`` only differences j - i matter and ``average`` ignores j. Both numberings are
+independent of left padding (docs/neighbours.md).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Literal
 
 import torch
 from torch import Tensor
@@ -33,15 +36,30 @@ PATTERNS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
 class FixedPatternAttention(PositionWeightedValues):
     needs_causal = True  # the patterns are defined for keys j <= i only
 
-    def __init__(self, *, pattern: str, **kwargs) -> None:
+    def __init__(
+        self, *, pattern: str, positions: Literal["history", "window"] = "history", max_len: int | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
+        if positions == "window" and max_len is None:
+            raise ValueError("window positions need max_len")
         self.pattern = pattern
+        self.positions = positions
+        self.max_len = max_len
+
+    def slot_positions(self, mask: AttentionMask) -> Tensor:
+        """(B, n) 1-based position of each slot; padded slots get values that the mask hides anyway."""
+        if self.positions == "history":  # along the user's own history: its first item is 1
+            return mask.real.cumsum(dim=1).clamp(min=1)
+        n = mask.real.shape[1]  # a window of the last n of max_len slots (the backbone may trim padding)
+        if n > self.max_len:
+            raise ValueError(f"fixed pattern got a window of {n} slots, more than max_len={self.max_len}")
+        slots = torch.arange(self.max_len - n + 1, self.max_len + 1, device=mask.real.device)
+        return slots.expand_as(mask.real)
 
     def weights(self, mask: AttentionMask) -> Tensor:
-        # 1-based position of each slot within its history; padded slots get 1 and are masked anyway.
         # At least float32 (bf16 counts positions exactly only up to 256), and float64 in a float64 model.
         dtype = torch.promote_types(torch.float32, self.value.weight.dtype)
-        position = mask.real.cumsum(dim=1).clamp(min=1).to(dtype)  # (B, n)
+        position = self.slot_positions(mask).to(dtype)  # (B, n)
         logits = PATTERNS[self.pattern](position[:, :, None], position[:, None, :])  # (B, n, n)
         # The softmax of log-weights is the row normalisation a_ij / sum_j a_ij over allowed keys.
         weights = masked_softmax(logits.unsqueeze(1), mask)  # (B, 1, n, n)
@@ -52,7 +70,7 @@ def _register(pattern: str) -> None:
     @ATTENTIONS.register(pattern)
     def build(cfg, block_index: int, refinement: Refinement) -> FixedPatternAttention:
         return FixedPatternAttention(
-            pattern=pattern, hidden_size=cfg.hidden_size, num_heads=cfg.num_heads,
+            pattern=pattern, positions=cfg.pattern_positions, max_len=cfg.max_len, hidden_size=cfg.hidden_size, num_heads=cfg.num_heads,
             attn_dropout=cfg.effective_attn_dropout, refinement=refinement,
         )
 
