@@ -24,6 +24,9 @@ def test_recommend_prints_original_ids(trained_run, capsys):
     assert code == 0
     recs = json.loads(out)
     assert len(recs) == 4 and not {r["item"] for r in recs} & {1, 2, 3}
+    blocked = f"{recs[0]['item']},{recs[1]['item']}"
+    code, out, _ = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,2,3", "--k", "2", "--exclude", blocked, "--json_output", "true")
+    assert code == 0 and [r["item"] for r in json.loads(out)] == [r["item"] for r in recs[2:4]]
 
 
 def test_evaluate_prints_the_metrics_table(trained_run, capsys):
@@ -164,3 +167,5 @@ def test_serve_refuses_a_bad_port_and_a_missing_artifact_before_listening(traine
     assert code == 2 and "--port must be in 0..65535" in err
     code, _, err = run_cli(capsys, "serve", str(tmp_path / "nothing"))
     assert code == 2 and "artifact directory not found" in err
+    code, _, err = run_cli(capsys, "serve", str(trained_run.run_dir), "--device", "tpu")
+    assert code == 2 and "device must be cpu, cuda, cuda:N, mps or auto" in err

@@ -5,6 +5,7 @@ import json
 import shutil
 
 import pytest
+import torch
 from rich.console import Console
 from safetensors.torch import load_file, save_file
 
@@ -92,6 +93,37 @@ def test_unknown_items_are_a_clear_error_or_skipped_on_request(trained_run):
         rec.recommend_many([[999], [1]], k=3, unknown="ignore")
     with pytest.raises(ConfigError, match=r"histories\[1\]: a history needs at least one item id"):
         rec.recommend_many([[1], []], k=3)
+
+
+def test_excluded_items_are_never_recommended_and_the_rest_keep_their_order(trained_run):
+    rec = Recommender.load(trained_run.run_dir)
+    full = rec.recommend([1, 2, 3], k=10)
+    blocked = [full[0].item, full[2].item]
+    top = rec.recommend([1, 2, 3], k=8, exclude=[*blocked, 424242])  # an unknown id is skipped
+    assert [r.item for r in top] == [r.item for r in full if r.item not in blocked][:8]
+    assert [r.score for r in top] == pytest.approx([r.score for r in full if r.item not in blocked][:8])
+    histories = [[1, 2, 3], [4]]
+    for history, row in zip(histories, rec.recommend_many(histories, k=50, exclude=[str(x) for x in blocked])):  # string ids too
+        assert len(row) == 50 - len(set(history) | set(blocked))  # every item but the seen and the blocked ones
+        assert not set(blocked) & {r.item for r in row}
+    everything = list(range(1, 51))
+    assert rec.recommend([1], k=5, exclude=everything) == []  # nothing left to recommend
+    with pytest.raises(ConfigError, match="not a single string"):
+        rec.recommend([1], exclude="12")
+
+
+def test_the_scoring_device_is_checked_when_loading(trained_run):
+    from awrsr.infer.recommender import resolve_device
+
+    assert str(resolve_device("cpu")) == "cpu"
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ConfigError, match="device must be cpu, cuda, cuda:N, mps or auto, got 'gpu'"):
+        Recommender.load(trained_run.run_dir, device="gpu")
+    with pytest.raises(ConfigError, match=r"device 'cuda:7': torch sees \d+ CUDA device"):
+        Recommender.load(trained_run.run_dir, device="cuda:7")
+    if torch.cuda.is_available():  # the same answers on the GPU (on a GPU machine)
+        on_gpu, on_cpu = Recommender.load(trained_run.run_dir, device="cuda"), Recommender.load(trained_run.run_dir)
+        assert [r.item for r in on_gpu.recommend([1, 2, 3], k=5)] == [r.item for r in on_cpu.recommend([1, 2, 3], k=5)]
 
 
 def test_artifact_loading_errors(trained_run, tmp_path):

@@ -76,6 +76,8 @@ def recommend(
     k: int = 10,
     include_seen: bool = False,
     ignore_unknown: bool = False,
+    exclude: str = "",
+    device: str = "cpu",
     json_output: bool = False,
 ) -> None:
     """Top-k next items for a history of original item ids, oldest first.
@@ -86,6 +88,8 @@ def recommend(
         k: how many items to return.
         include_seen: allow items already in the history.
         ignore_unknown: skip ids the model does not know instead of failing.
+        exclude: comma-separated item ids never to recommend; ids the model does not know are skipped.
+        device: where to score: cpu, cuda, cuda:N, mps, or auto (the first GPU if there is one).
         json_output: print JSON instead of a table.
     """
     from rich.console import Console
@@ -96,8 +100,9 @@ def recommend(
     items = [token.strip() for token in history.split(",") if token.strip()]
     if not items:
         raise AwrsrError("--history is empty; give comma-separated item ids, e.g. 1193,661,914")
-    recs = Recommender.load(artifact).recommend(
-        items, k=k, exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error"
+    recs = Recommender.load(artifact, device=device).recommend(
+        items, k=k, exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error",
+        exclude=[token.strip() for token in exclude.split(",") if token.strip()],
     )
     if json_output:
         print(json.dumps([{"item": r.item, "score": r.score} for r in recs]))
@@ -111,7 +116,7 @@ def recommend(
     Console().print(table)
 
 
-def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu") -> None:
     """Serve a saved model's recommendations over HTTP (JSON; the API is at /docs).
 
     Needs the serve extra: pip install 'awrsr[serve]'.
@@ -120,6 +125,7 @@ def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000) -> None:
         artifact: the run directory written by ``awrsr fit``.
         host: the address to listen on (0.0.0.0 for every interface).
         port: the TCP port.
+        device: where to score: cpu, cuda, cuda:N, mps, or auto (the first GPU if there is one).
     """
     from awrsr.infer.server import create_app
 
@@ -129,7 +135,7 @@ def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000) -> None:
         import uvicorn
     except ImportError:
         raise AwrsrError("awrsr serve needs FastAPI and uvicorn: pip install 'awrsr[serve]'") from None
-    app = create_app(artifact)  # a bad artifact is a clear error before anything listens
+    app = create_app(artifact, device=device)  # a bad artifact or device is a clear error before anything listens
     uvicorn.run(app, host=host, port=port)
 
 

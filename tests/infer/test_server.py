@@ -56,6 +56,16 @@ def test_bad_requests_are_422_with_the_reason(client, body, expected):
     assert expected in str(answer.json()["detail"])
 
 
+def test_excluded_items_are_left_out(client):
+    full = client.post("/recommend", json={"history": [1, 2, 3], "k": 6}).json()["items"]
+    blocked = [full[0]["item"], full[1]["item"]]
+    answer = client.post("/recommend/batch", json={"histories": [[1, 2, 3]], "k": 4, "exclude": [*blocked, 999999]})
+    assert answer.status_code == 200
+    assert [i["item"] for i in answer.json()["results"][0]["items"]] == [i["item"] for i in full[2:6]]
+    bad = client.post("/recommend", json={"history": [1], "exclude": 5})
+    assert bad.status_code == 422 and "exclude" in str(bad.json()["detail"])
+
+
 def test_unknown_ids_can_be_skipped(client):
     answer = client.post("/recommend", json={"history": [1, 999999], "k": 3, "ignore_unknown": True})
     assert answer.status_code == 200 and len(answer.json()["items"]) == 3

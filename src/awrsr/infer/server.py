@@ -9,7 +9,8 @@ the OpenAPI page (``/docs``), uvicorn to run it.
 
 Item ids are the user's own (numbers or strings, as in the data file). An unknown id, an empty
 history, an unknown field or an impossible ``k`` is a 422 answer that says which (and which history
-of a batch); with ``"ignore_unknown": true`` unknown ids are skipped. The model scores one request
+of a batch); with ``"ignore_unknown": true`` unknown ids are skipped. ``"exclude": [...]`` lists
+items never to recommend. The model scores one request
 at a time, in a worker thread, so that concurrent requests do not oversubscribe the CPU threads and
 ``/health`` answers while they wait; send histories in one batch request for throughput.
 """
@@ -27,6 +28,7 @@ MAX_K = 1000
 MAX_BATCH = 4096
 MAX_HISTORY = 10_000  # ids per history (the model reads only its last max_len)
 MAX_ANSWERS = 200_000  # k x histories in one answer
+MAX_EXCLUDE = 100_000  # ids in one request's exclusion list
 
 try:
     import anyio
@@ -46,6 +48,10 @@ if FastAPI is not None:
         k: int = Field(10, ge=1, le=MAX_K, description="how many items to return")
         include_seen: bool = Field(False, description="allow items already in the history")
         ignore_unknown: bool = Field(False, description="skip ids the model does not know instead of failing")
+        exclude: list[ItemId] = Field(
+            default_factory=list, max_length=MAX_EXCLUDE,
+            description="item ids never to recommend (sold out, blocked); ids the model does not know are skipped",
+        )
 
     class RecommendRequest(Options):
         history: list[ItemId] = Field(..., min_length=1, max_length=MAX_HISTORY, description="the user's item ids, oldest first")
@@ -64,13 +70,13 @@ if FastAPI is not None:
         results: list[Recommendations]
 
 
-def create_app(artifact_dir: str | Path) -> "FastAPI":
-    """The service for the artifact in ``artifact_dir`` (loaded now: a bad artifact fails here,
-    before any request)."""
+def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
+    """The service for the artifact in ``artifact_dir``, scoring on ``device`` (loaded now: a bad
+    artifact or a device this machine lacks fails here, before any request)."""
     if FastAPI is None:
         raise ConfigError("awrsr serve needs FastAPI and uvicorn: pip install 'awrsr[serve]'")
     artifact = load_artifact(artifact_dir)
-    recommender = Recommender(artifact.model, artifact.vocab, artifact.model_config.max_len)
+    recommender = Recommender(artifact.model, artifact.vocab, artifact.model_config.max_len, device=device)
     scoring = anyio.CapacityLimiter(1)  # one scoring at a time; waiting requests hold no thread
     app = FastAPI(title="awrsr", description=f"next-item recommendations from the model {artifact.directory.name}")
 
@@ -92,7 +98,7 @@ def create_app(artifact_dir: str | Path) -> "FastAPI":
         # non-finite scores (FloatingPointError: a 500 below).
         found = recommender.recommend_many(
             histories, k=options.k, exclude_seen=not options.include_seen,
-            unknown="ignore" if options.ignore_unknown else "error",
+            unknown="ignore" if options.ignore_unknown else "error", exclude=options.exclude,
         )
         return [Recommendations(items=[Item(item=r.item, score=r.score) for r in recs]) for recs in found]
 
@@ -109,6 +115,7 @@ def create_app(artifact_dir: str | Path) -> "FastAPI":
         "model": artifact.config.get("model", {}),
         "items": len(artifact.vocab),
         "max_len": artifact.model_config.max_len,
+        "device": str(recommender.device),
         "dataset": (artifact.metrics or {}).get("dataset"),
         "test": (artifact.metrics or {}).get("test"),
         "code_version": (artifact.metrics or {}).get("code_version"),
