@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from awrsr.data import DataConfig, load_sequence_data, read_interactions
-from awrsr.errors import DataError
+from awrsr.errors import ConfigError, DataError
 
 # Times deliberately out of file order for user "u1", with a tie (t=5) that must keep file order.
 FRAME = pl.DataFrame(
@@ -131,3 +131,127 @@ def test_time_errors_name_the_bad_row_and_list_ids_are_rejected(tmp_path):
         read_interactions(path, DataConfig(path=str(path), time_col="ts"))
     with pytest.raises(DataError, match="List"):
         read_interactions(pl.DataFrame({"user_id": [[1], [2]], "item_id": [1, 2]}), DataConfig())
+
+
+# --- ids keep their identity in text files -------------------------------------------------------
+
+
+@pytest.mark.parametrize("sep", [",", "\t"])
+def test_text_ids_with_leading_zeros_stay_distinct(tmp_path, sep):
+    path = tmp_path / ("skus.csv" if sep == "," else "skus.tsv")
+    rows = [("u1", "00007"), ("u1", "7"), ("007", "0123"), ("007", "123")]
+    path.write_text(sep.join(["user_id", "item_id"]) + "\n" + "".join(f"{u}{sep}{i}\n" for u, i in rows))
+    frame = read_interactions(path, DataConfig())
+    assert frame.schema["item"] == pl.String and frame["item"].to_list() == ["00007", "7", "0123", "123"]
+    assert frame["user"].to_list() == ["u1", "u1", "007", "007"]
+    data = load_sequence_data(DataConfig(path=str(path), min_user_interactions=0, min_item_interactions=0))
+    assert data.num_items == 4 and data.item_vocab.encode(["00007", "7"]).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(("values", "dtype"), [
+    (["7", "-3", "12"], pl.Int64),  # canonical integers: an int vocabulary, as before
+    (["7", "+7"], pl.String), (["7", "-0"], pl.String), (["1.0", "2"], pl.String),
+])
+def test_text_ids_are_integers_only_when_written_canonically(tmp_path, values, dtype):
+    path = tmp_path / "ids.csv"
+    path.write_text("user_id,item_id\n" + "".join(f"1,{v}\n" for v in values))
+    frame = read_interactions(path, DataConfig())
+    assert frame.schema["user"] == pl.Int64 and frame.schema["item"] == dtype
+    assert frame["item"].cast(pl.String).to_list() == values
+
+
+def test_parquet_and_frames_keep_their_id_types(tmp_path):
+    source = pl.DataFrame({"user_id": ["1", "1"], "item_id": ["7", "8"]})
+    source.write_parquet(tmp_path / "s.parquet")
+    for frame in (read_interactions(tmp_path / "s.parquet", DataConfig()), read_interactions(source, DataConfig())):
+        assert frame.schema["user"] == pl.String and frame["item"].to_list() == ["7", "8"]
+
+
+def test_whitespace_files_keep_integer_ids(tmp_path):
+    path = tmp_path / "pairs.txt"
+    path.write_text("1 7\n1 12\n2 7\n")
+    frame = read_interactions(path, DataConfig())
+    assert frame.schema["user"] == pl.Int64 and frame["item"].to_list() == [7, 12, 7]
+
+
+# --- per-row errors name the right line ----------------------------------------------------------
+
+
+def test_bad_timestamp_among_numbers_names_its_line_and_value(tmp_path):
+    path = tmp_path / "badts.csv"
+    path.write_text("visitor,product,ts\nu1,a,1600000001\nu2,b,1600000002\nu1,c,notatime\nu2,d,1600000004\n")
+    config = DataConfig(user_col="visitor", item_col="product", time_col="ts")
+    with pytest.raises(DataError, match=r"badts\.csv:4: column 'ts' \(data.time_col\) holds 'notatime', which is not a number"):
+        read_interactions(path, config)
+    path.write_text("visitor,product,ts\nu1,a,soon\nu2,b,1600000002\nu1,c,1600000003\n")
+    with pytest.raises(DataError, match=r"badts\.csv:2: .*'soon'"):
+        read_interactions(path, config)
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("\n\nuser_id,item_id,ts\n1,1,5\n1,2,x\n", 5),  # blank lines before the header are skipped
+    ('user_id,item_id,ts\n1,"a\nb",5\n1,2,x\n', 4),  # a quoted value spanning two lines
+    ("user_id,item_id,ts\r\n1,1,5\r\n\r\n1,2,7\r\n", 3),  # a blank line is a row of nulls
+])
+def test_line_numbers_follow_the_file_not_the_row_count(tmp_path, text, line):
+    path = tmp_path / "events.csv"
+    path.write_bytes(text.encode())
+    with pytest.raises(DataError, match=rf"events\.csv:{line}: column '(ts|user_id)'"):
+        read_interactions(path, DataConfig(time_col="ts"))
+
+
+def test_numbers_written_as_text_are_times():
+    frame = pl.DataFrame({"user_id": [1, 1], "item_id": [2, 3], "ts": ["20", "10"]})
+    assert read_interactions(frame, DataConfig(time_col="ts"))["timestamp"].to_list() == [20, 10]
+
+
+# --- files without a header line -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", ["1,1", "u1,7", "u1,sku-1,1600000000"])
+def test_headerless_file_is_named_as_such(tmp_path, first):
+    path = tmp_path / "nohdr.csv"
+    path.write_text(f"{first}\n1,2\n")
+    with pytest.raises(DataError) as err:
+        read_interactions(path, DataConfig())
+    message = str(err.value)
+    assert "nohdr.csv" in message and "no header line" in message and "_duplicated_" not in message
+    assert "data.user_col 'user_id'" in message and "data.has_header" in message
+
+
+def test_header_with_other_names_is_not_called_headerless(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("visitor,product\nu1,a\n")
+    with pytest.raises(DataError, match=r"no column 'user_id' \(data.user_col\); the columns are: 'visitor', 'product'"):
+        read_interactions(path, DataConfig())
+
+
+def test_has_header_false_names_columns_by_position(tmp_path):
+    path = tmp_path / "nohdr.tsv"
+    path.write_text("u1\t007\t5\nu1\t7\t4\nu2\t007\tlater\n")
+    config = DataConfig(has_header=False, user_col="column_1", item_col="column_2", time_col="column_3")
+    with pytest.raises(DataError, match=r"nohdr\.tsv:3: column 'column_3' .*'later'"):
+        read_interactions(path, config)
+    path.write_text("u1\t007\t5\nu1\t7\t4\n")
+    frame = read_interactions(path, config)
+    assert frame["item"].to_list() == ["007", "7"] and frame["timestamp"].to_list() == [5, 4]
+    with pytest.raises(DataError, match="the columns are: 'column_1', 'column_2', 'column_3'"):
+        read_interactions(path, DataConfig(has_header=False))
+
+
+def test_has_header_changes_no_fingerprint(tmp_path):
+    rows = "".join(f"{u},{i}\n" for u in range(1, 4) for i in range(1, 5))
+    (tmp_path / "with.csv").write_text("user_id,item_id\n" + rows)
+    (tmp_path / "without.csv").write_text(rows)
+    kw = dict(min_user_interactions=0, min_item_interactions=0)
+    with_header = load_sequence_data(DataConfig(path=str(tmp_path / "with.csv"), **kw))
+    without = load_sequence_data(
+        DataConfig(path=str(tmp_path / "without.csv"), has_header=False, user_col="column_1", item_col="column_2", **kw)
+    )
+    assert with_header.fingerprint == without.fingerprint and with_header.item_vocab.id_type == "int"
+
+
+def test_has_header_must_be_a_bool():
+    assert DataConfig().has_header is True
+    with pytest.raises(ConfigError, match="data.has_header"):
+        DataConfig(has_header="no")

@@ -75,6 +75,8 @@ class DataConfig:
         item_col: item column (csv/tsv/parquet/frames).
         time_col: optional timestamp column; None keeps file order.
         separator: override the csv/tsv separator.
+        has_header: whether a csv/tsv file's first line names its columns; with false, name the
+            columns by position: column_1, column_2, ...
         duplicates: keep all repeats | first (keep the first (user, item)) | consecutive (drop immediate repeats).
         min_user_interactions: iterated k-core threshold for users; 0 or 1 disables it.
         min_item_interactions: iterated k-core threshold for items; 0 or 1 disables it.
@@ -90,6 +92,7 @@ class DataConfig:
     item_col: str = "item_id"
     time_col: str | None = None  # optional timestamp column (csv/tsv/parquet/frames); None -> file order
     separator: str | None = None  # override the csv/tsv separator
+    has_header: bool = True  # csv/tsv; False -> columns are column_1, column_2, ... by position
     duplicates: Duplicates = "keep"  # keep all repeats / keep first (user, item) / drop immediate repeats
     min_user_interactions: int = 5  # iterated k-core thresholds; 0 or 1 disables that side
     min_item_interactions: int = 5
@@ -115,6 +118,8 @@ class DataConfig:
                 f"data.user_col, data.item_col and data.time_col must be different columns, got "
                 f"{self.user_col!r}, {self.item_col!r}, {self.time_col!r}"
             )
+        if not isinstance(self.has_header, bool):
+            raise ConfigError(f"data.has_header must be true or false, got {self.has_header!r}")
         # polars reads with a one-byte separator; a longer one would fail later with a vaguer message.
         if self.separator is not None and (not isinstance(self.separator, str) or len(self.separator.encode()) != 1):
             raise ConfigError(f"data.separator must be a single one-byte character, got {self.separator!r}")

@@ -6,7 +6,10 @@ the source is ignored. Ids may be integers or strings; times may be numbers, dat
 
 from __future__ import annotations
 
+import csv
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,25 +17,88 @@ import numpy as np
 import polars as pl
 
 from awrsr.data.config import DataConfig
-from awrsr.data.schema import finish
+from awrsr.data.schema import finish, shorten
 from awrsr.errors import DataError
 
 
 def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
-    """Read a ``csv``, ``tsv`` or ``parquet`` file into the interaction frame."""
+    """Read a ``csv``, ``tsv`` or ``parquet`` file into the interaction frame.
+
+    Parquet columns keep their own types. CSV/TSV ids are read as text and become integers only
+    when every value is written as one canonically (``7``, not ``007`` or ``+7``).
+    """
+    if fmt == "parquet":
+        return _from_columns(_read(path, fmt, lambda: pl.read_parquet(path)), config, str(path), None)
+    sep = config.separator or ("," if fmt == "csv" else "\t")
+    frame = _read(path, fmt, lambda: _read_text_table(path, sep, config))
+    lines = TextLines(path, sep, config.has_header)
+    _check_header(frame.columns, config, lines)
+    ids = [name for name in (config.user_col, config.item_col) if name in frame.columns]
+    frame = frame.with_columns(_canonical_ints(frame.get_column(name)) for name in ids)
+    return _from_columns(frame, config, str(path), lines)
+
+
+def _read(path: Path, fmt: str, reader: Callable[[], pl.DataFrame]) -> pl.DataFrame:
     try:
-        if fmt == "parquet":
-            frame = pl.read_parquet(path)
-        else:
-            sep = config.separator or ("," if fmt == "csv" else "\t")
-            # Infer types from every row: a string id after the first rows must not fail half-way.
-            frame = pl.read_csv(path, separator=sep, infer_schema_length=None)
+        return reader()
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise DataError(f"{path}: cannot read as {fmt}: {first}") from None
-    # In a CSV/TSV file, data row i (0-based) sits on line i + 2, after the header.
-    line_offset = 2 if fmt != "parquet" else None
-    return _from_columns(frame, config, str(path), line_offset)
+
+
+def _read_text_table(path: Path, sep: str, config: DataConfig) -> pl.DataFrame:
+    # Ids as text: inferring integers would turn "007" into 7 and merge it with "7".
+    ids = {config.user_col: pl.String, config.item_col: pl.String}
+    # Infer types from every row: a string value after the first rows must not fail half-way.
+    options = dict(separator=sep, infer_schema_length=None, schema_overrides=ids)
+    if config.has_header:
+        return pl.read_csv(path, **options)
+    # Name columns by position from 1 ourselves: polars' default names differ between versions.
+    width = pl.read_csv(path, separator=sep, has_header=False, n_rows=0).width
+    names = [f"column_{i}" for i in range(1, width + 1)]
+    return pl.read_csv(path, has_header=False, new_columns=names, **options)
+
+
+def _canonical_ints(series: pl.Series) -> pl.Series:
+    """Int64 if every value is an integer written canonically (``str(int(x)) == x``), else unchanged."""
+    ints = series.cast(pl.Int64, strict=False)
+    same = ((ints.cast(pl.String) == series) | series.is_null()).fill_null(False)
+    return ints if same.all() else series
+
+
+@dataclass(frozen=True)
+class TextLines:
+    """Where the data rows of a CSV/TSV file sit; worked out only when an error needs a line."""
+
+    path: Path
+    separator: str
+    has_header: bool
+
+    def line_of(self, row: int) -> int:
+        """The 1-based line on which data row ``row`` (0-based, as polars numbers them) starts."""
+        try:
+            for index, line in enumerate(self._data_starts()):
+                if index == row:
+                    return line
+        except (OSError, csv.Error):
+            pass
+        return row + 1 + int(self.has_header)  # the csv module disagrees with polars: best guess
+
+    def _data_starts(self) -> Iterator[int]:
+        # Not simply row + 2: quoted values may span lines, and polars skips blank lines before a
+        # header (blank lines after it are rows of nulls, as the csv module also counts them).
+        with self.path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+            reader = csv.reader(handle, delimiter=self.separator)
+            start, leading, header = 1, self.has_header, self.has_header
+            for record in reader:
+                begin, start = start, reader.line_num + 1
+                if leading and not record:
+                    continue
+                leading = False
+                if header:
+                    header = False
+                    continue
+                yield begin
 
 
 def read_frame(frame: Any, config: DataConfig) -> pl.DataFrame:
@@ -84,10 +150,51 @@ def _check_columns(existing: list[str], config: DataConfig, source: str) -> None
             )
 
 
-def _where(source: str, row: int, line_offset: int | None) -> str:
-    if line_offset is None:
+def _check_header(existing: list[str], config: DataConfig, lines: TextLines) -> None:
+    """Say a file seems to lack its header line when named columns are missing and line 1 looks like data."""
+    wanted = _wanted(config)
+    if not config.has_header or all(name in existing for name in wanted):
+        return
+    first = _first_line(lines)
+    if first is None or not _looks_like_data(first, lines.separator):
+        return  # a header with other names: _check_columns lists them
+    missing = next(name for name in wanted if name not in existing)
+    fields = zip(("data.user_col", "data.item_col", "data.time_col"), wanted)
+    named = ", ".join(f"{field} {name!r}" for field, name in fields)
+    raise DataError(
+        f"{lines.path}: no column {missing!r}: the first line {shorten(first)!r} looks like data, so the "
+        f"file seems to have no header line. Add one naming the columns ({named}), or set "
+        "data.has_header to false and name the columns by position (column_1, column_2, ...)"
+    )
+
+
+def _first_line(lines: TextLines) -> str | None:
+    """The first non-blank line of the file (the line polars took as the header)."""
+    try:
+        with lines.path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+            return next((line for line in handle if line.strip()), None)
+    except OSError:
+        return None
+
+
+def _looks_like_data(line: str, separator: str) -> bool:
+    """Column names are neither numbers nor repeated; values often are."""
+    fields = [f.strip() for f in next(csv.reader([line], delimiter=separator), [])]
+    return any(map(_is_number, fields)) or len(set(fields)) < len(fields)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _where(source: str, row: int, lines: TextLines | None) -> str:
+    if lines is None:
         return f"{source}: row {row} (0-based)"
-    return f"{source}:{row + line_offset}"
+    return f"{source}:{lines.line_of(row)}"
 
 
 def _first_null(series: pl.Series) -> int | None:
@@ -97,11 +204,11 @@ def _first_null(series: pl.Series) -> int | None:
     return int(nulls.arg_max()) if nulls.any() else None
 
 
-def _ids(series: pl.Series, field: str, source: str, line_offset: int | None) -> pl.Series:
+def _ids(series: pl.Series, field: str, source: str, lines: TextLines | None) -> pl.Series:
     """Normalise an id column: integers -> Int64, text-like -> String; nulls are errors."""
     bad = _first_null(series)
     if bad is not None:
-        raise DataError(f"{_where(source, bad, line_offset)}: column {series.name!r} ({field}) is empty")
+        raise DataError(f"{_where(source, bad, lines)}: column {series.name!r} ({field}) is empty")
     dtype = series.dtype
     if dtype.is_nested() or dtype == pl.Boolean:
         raise DataError(f"{source}: column {series.name!r} ({field}) has type {dtype}; ids must be integers or strings")
@@ -116,34 +223,21 @@ def _ids(series: pl.Series, field: str, source: str, line_offset: int | None) ->
             return series.cast(pl.Int64)
         bad = int((~whole).arg_max())
         raise DataError(
-            f"{_where(source, bad, line_offset)}: column {series.name!r} ({field}) holds a non-integer "
+            f"{_where(source, bad, lines)}: column {series.name!r} ({field}) holds a non-integer "
             f"number {series[bad]!r}; ids must be integers or strings"
         )
     return series.cast(pl.String)
 
 
-def _times(series: pl.Series, source: str, line_offset: int | None) -> pl.Series:
+def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series:
     """Normalise a time column to Int64 (integers, dates, datetimes) or Float64; nulls are errors."""
     bad = _first_null(series)
     if bad is not None:
-        raise DataError(f"{_where(source, bad, line_offset)}: column {series.name!r} (data.time_col) is empty")
+        raise DataError(f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) is empty")
     dtype = series.dtype
     if dtype == pl.String:
-        try:
-            parsed = series.str.to_datetime(strict=True)
-        except pl.exceptions.PolarsError:
-            # Report the first value that does not parse (with the format inferred from the others).
-            try:
-                bad = _first_null(series.str.to_datetime(strict=False))
-            except pl.exceptions.PolarsError:  # no date format fits any value
-                bad = 0
-            where = _where(source, bad, line_offset) if bad is not None else source
-            example = series[bad] if bad is not None else series[0]
-            raise DataError(
-                f"{where}: column {series.name!r} (data.time_col) holds {example!r}, which is not a "
-                "date/time like the other values; use numbers or ISO dates"
-            ) from None
-        series, dtype = parsed, parsed.dtype
+        series = _time_strings(series, source, lines)
+        dtype = series.dtype
     if dtype.is_integer() or dtype.is_temporal():
         # Dates and datetimes sort by their physical integer (days / time units since the epoch).
         return series.to_physical().cast(pl.Int64)
@@ -152,14 +246,38 @@ def _times(series: pl.Series, source: str, line_offset: int | None) -> pl.Series
     raise DataError(f"{source}: column {series.name!r} (data.time_col) has type {dtype}; expected numbers or dates")
 
 
-def _from_columns(frame: pl.DataFrame, config: DataConfig, source: str, line_offset: int | None) -> pl.DataFrame:
+def _time_strings(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series:
+    """Parse a text time column as dates, or as numbers written as text; else name the first misfit."""
+    try:
+        return series.str.to_datetime(strict=True)
+    except pl.exceptions.PolarsError:
+        pass
+    numbers = series.cast(pl.Float64, strict=False)
+    is_number = numbers.is_finite().fill_null(False)
+    if is_number.all():
+        ints = series.cast(pl.Int64, strict=False)
+        return numbers if ints.null_count() else ints
+    try:  # the date format is inferred from the first value
+        is_date = series.str.to_datetime(strict=False).is_not_null()
+    except pl.exceptions.PolarsError:  # no date format fits the first value
+        is_date = pl.Series([False] * series.len())
+    # Judge each value against what most values are, so the message quotes the misfit.
+    kind, fits = ("number", is_number) if is_number.sum() > is_date.sum() else ("date/time", is_date)
+    bad = int((~fits).arg_max())
+    raise DataError(
+        f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) holds {series[bad]!r}, "
+        f"which is not a {kind} like the other values; use numbers or ISO dates throughout"
+    )
+
+
+def _from_columns(frame: pl.DataFrame, config: DataConfig, source: str, lines: TextLines | None) -> pl.DataFrame:
     _check_columns(frame.columns, config, source)
     if frame.height == 0:
         raise DataError(f"{source}: no interactions")
-    user = _ids(frame.get_column(config.user_col), "data.user_col", source, line_offset)
-    item = _ids(frame.get_column(config.item_col), "data.item_col", source, line_offset)
+    user = _ids(frame.get_column(config.user_col), "data.user_col", source, lines)
+    item = _ids(frame.get_column(config.item_col), "data.item_col", source, lines)
     if config.time_col is None:
         timestamp = pl.repeat(None, frame.height, dtype=pl.Int64, eager=True)
     else:
-        timestamp = _times(frame.get_column(config.time_col), source, line_offset)
+        timestamp = _times(frame.get_column(config.time_col), source, lines)
     return finish(pl.DataFrame([user.alias("user"), item.alias("item"), timestamp.alias("timestamp")]), source)
