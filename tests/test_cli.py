@@ -169,3 +169,15 @@ def test_serve_refuses_a_bad_port_and_a_missing_artifact_before_listening(traine
     assert code == 2 and "artifact directory not found" in err
     code, _, err = run_cli(capsys, "serve", str(trained_run.run_dir), "--device", "tpu")
     assert code == 2 and "device must be cpu, cuda, cuda:N, mps or auto" in err
+
+
+def test_abbreviated_options_are_errors_not_guesses(capsys):
+    code, _, err = run_cli(capsys, "fit", "--train.max_epoch", "7", "--print_config")
+    assert code == 2 and "--train.max_epoch" in err
+
+
+def test_an_output_dir_that_cannot_be_made_is_one_line_naming_it(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code, _, err = run_cli(capsys, "fit", "--train.max_epochs", "1", "--output_dir", str(blocker / "run"))
+    assert code == 2 and err.startswith("awrsr: error: ") and str(blocker) in err

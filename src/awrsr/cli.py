@@ -32,6 +32,7 @@ def fit(
     evaluation: EvalConfig = EvalConfig(),
     output_dir: str = "runs/latest",
     resume: bool = False,
+    overwrite: bool = False,
 ) -> None:
     """Train a model, select it on validation, score the test set once and save the artifact.
 
@@ -43,10 +44,12 @@ def fit(
         output_dir: the run directory; it becomes the saved artifact.
         resume: continue the run in output_dir from its last checkpoint (same config; only the
             budget train.max_epochs/max_time/patience/val_every and machine options may change).
+        overwrite: start afresh in an output_dir that holds a finished or interrupted run, deleting
+            it; without this, such a directory is refused and the run in it is kept.
     """
     from awrsr import workflows
 
-    workflows.fit(data, model, train, evaluation, output_dir, resume=resume)
+    workflows.fit(data, model, train, evaluation, output_dir, resume=resume, overwrite=overwrite)
 
 
 def evaluate(
@@ -60,7 +63,8 @@ def evaluate(
 
     Args:
         artifact: the run directory written by ``awrsr fit``.
-        data_path: the data file, if it moved since training (it must be the same data).
+        data_path: the data file, if it moved since training or the run was trained from a data
+            frame (it must be the same data).
         split: which held-out item to rank.
         filter_seen: override the stored seen-item filter.
         by_length: also print the metrics per bucket of the users' history length.
@@ -216,7 +220,9 @@ def compare(
     )
 
 
-def plot(directory: str, output_dir: Optional[str] = None, user: Optional[int] = None) -> None:
+def plot(
+    directory: str, output_dir: Optional[str] = None, user: Optional[int] = None, data_path: Optional[str] = None,
+) -> None:
     """Draw the paper's figures from a run directory or a compare directory.
 
     Attention heatmaps (Figure 3), validation NDCG@5 per epoch (Figure 4), the gradient norm per
@@ -225,19 +231,29 @@ def plot(directory: str, output_dir: Optional[str] = None, user: Optional[int] =
     Args:
         directory: a run directory (awrsr fit) or a compare directory (awrsr compare).
         output_dir: where the PNG files go (default: <directory>/figures).
-        user: test-user index for the attention heatmap (default: the first with 15+ items).
+        user: the attention heatmap's user: a 0-based index into the run's test users (those with
+            3+ interactions), not an original user id; the figure's title names that id
+            (default: the first with 15+ items).
+        data_path: the data file, if it moved since training or the run was trained from a data
+            frame (it must be the same data).
     """
     from awrsr.experiments.figures import draw_figures
 
-    for path in draw_figures(directory, output_dir, user):
+    for path in draw_figures(directory, output_dir, user, data_path=data_path):
         print(path)
 
 
 def main(argv: Optional[list] = None) -> None:
     try:
-        CLI([fit, evaluate, recommend, serve, stats, tune, compare, plot], args=argv, as_positional=True)
+        # allow_abbrev=False: argparse would take --train.max_epoch for --train.max_epochs, and a
+        # misspelt option must be an error, not a guess.
+        CLI([fit, evaluate, recommend, serve, stats, tune, compare, plot], args=argv, as_positional=True, allow_abbrev=False)
     except AwrsrError as err:
         print(f"awrsr: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as err:  # a directory that cannot be created or written, a full disk: say which path
+        where = f": {err.filename}" if err.filename else ""
+        print(f"awrsr: error: {err.strerror or err}{where}", file=sys.stderr)
         sys.exit(2)
 
 

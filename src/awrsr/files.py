@@ -13,10 +13,16 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, then rename it over ``path`` (atomic on
     POSIX and Windows): other processes polling for results, and a crash mid-write, can never
     leave a truncated file."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """``write_text_atomic`` for bytes. The file gets the usual permissions (the umask's), so that
+    other accounts can read an artifact as they can read any other file the user writes."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_text(text, encoding="utf-8")
+        temporary.write_bytes(data)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

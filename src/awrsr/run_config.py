@@ -20,10 +20,10 @@ from awrsr.errors import ConfigError
 
 def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     """The keyword arguments of ``awrsr.workflows.fit`` (data, model, train, evaluation,
-    output_dir, resume) from command-line style ``args`` such as ``["--config", "x.yaml", "--train.seed", "1"]``."""
+    output_dir, resume, overwrite) from command-line style ``args`` such as ``["--config", "x.yaml", "--train.seed", "1"]``."""
     from awrsr.cli import fit
 
-    parser = ArgumentParser(exit_on_error=False)
+    parser = ArgumentParser(exit_on_error=False, allow_abbrev=False)  # a misspelt key is an error, not a prefix
     parser.add_argument("--config", action="config")
     parser.add_function_arguments(fit, as_positional=False)
     try:
@@ -31,7 +31,7 @@ def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     except ArgumentError as err:
         raise ConfigError(f"{' '.join(args)}: {err}") from None
     init = parser.instantiate_classes(namespace)
-    return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir", "resume")}
+    return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir", "resume", "overwrite")}
 
 
 def config_differences(

@@ -35,7 +35,7 @@ from awrsr.infer.artifact import (
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.run_config import config_differences
 from awrsr.train import TrainConfig, train_model
-from awrsr.train.trainer import CHECKPOINT_DIR, RUN_RECORD
+from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, RUN_RECORD, check_accelerator
 
 
 TEST_RANKS_FILE = "test_ranks.npy"
@@ -116,13 +116,20 @@ def run_lock(run_dir: Path) -> FileLock:
 def fit(
     data: DataConfig, model: ModelConfig, train: TrainConfig, evaluation: EvalConfig,
     output_dir: str | Path, frame: Any = None, console: Console | None = None, resume: bool = False,
+    overwrite: bool = False, print_test: bool = True,
 ) -> FitResult:
     """Train ``model`` on ``data``, select by validation, score the test set once, save the artifact.
 
     ``resume`` continues the run in ``output_dir`` from its last checkpoint; the configuration must be
-    the one it was started with, except for the fields in ``RESUMABLE_CHANGES``. Two processes
-    never train into one directory: the second gets a clear error."""
+    the one it was started with, except for the fields in ``RESUMABLE_CHANGES``. A directory that
+    holds a finished or interrupted run is refused unless ``overwrite``, so that a repeated command
+    never deletes a model before its replacement exists. Two processes never train into one
+    directory: the second gets a clear error. ``print_test=False`` prints validation metrics only
+    (tuning selects on validation; the test scores are still recorded in metrics.json)."""
     run_dir = Path(output_dir)
+    if not resume and not overwrite:
+        refuse_to_replace(run_dir)
+    created = not run_dir.exists()
     lock = run_lock(run_dir)
     try:
         lock.acquire(blocking=False)
@@ -130,15 +137,35 @@ def fit(
         raise ArtifactError(
             f"{run_dir}: another process is training into this directory; wait for it or choose another output_dir"
         ) from None
+    finished = False
     try:
-        return _fit(data, model, train, evaluation, run_dir, frame, console or Console(), resume)
+        result = _fit(data, model, train, evaluation, run_dir, frame, console or Console(), resume, print_test)
+        finished = True
+        return result
     finally:
         lock.release()
+        if created and not finished and [p.name for p in run_dir.iterdir()] == [RUN_LOCK_FILE]:
+            # failed before anything was written (a bad path, a bad config): leave no empty run behind
+            (run_dir / RUN_LOCK_FILE).unlink(missing_ok=True)
+            run_dir.rmdir()
+
+
+def refuse_to_replace(run_dir: Path) -> None:
+    """An ArtifactError if ``run_dir`` holds a run that a fresh fit would delete."""
+    if (run_dir / METRICS_FILE).is_file():
+        held = "a finished run"
+    elif (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
+        held = "an interrupted run (continue it with --resume true)"
+    else:
+        return
+    raise ArtifactError(
+        f"{run_dir} holds {held}; choose another output_dir, or pass --overwrite true to delete it and start afresh"
+    )
 
 
 def _fit(
     data: DataConfig, model: ModelConfig, train: TrainConfig, evaluation: EvalConfig,
-    run_dir: Path, frame: Any, console: Console, resume: bool,
+    run_dir: Path, frame: Any, console: Console, resume: bool, print_test: bool = True,
 ) -> FitResult:
     valid_names = metric_names(evaluation.ks)
     if train.monitor not in valid_names:
@@ -146,12 +173,14 @@ def _fit(
             f"train.monitor {train.monitor!r} is not computed; with evaluation.ks={evaluation.ks} "
             f"it must be one of {', '.join(valid_names)}"
         )
+    check_accelerator(train.accelerator)  # before the data is read, not after
     version = code_version()  # now, before hours of training: the code this process runs
     if train.num_threads:
         torch.set_num_threads(train.num_threads)
     parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
     config = {name: asdict(part) for name, part in parts.items()}
     started_with = check_resumable(run_dir, parts) if resume else None
+    check_parts_fit(model, train)  # before the data is read: parts that do not fit together fail now
 
     dataset = load_sequence_data(data, frame=frame)
     print_stats(dataset.stats, dataset.fingerprint, console=console)
@@ -168,10 +197,12 @@ def _fit(
         f"{len(split.valid.targets)} validation / {len(split.test.targets)} test users"
     )
 
+    if train.loss != "ce" and train.num_negatives is not None and train.num_negatives > dataset.num_items:
+        raise ConfigError(
+            f"train.num_negatives ({train.num_negatives}) is more than the {dataset.num_items} items of the data"
+        )
     L.seed_everything(train.seed, workers=True, verbose=False)
     net = build_model(model, dataset.num_items)
-    if train.loss == "stosa" and not hasattr(net, "item_vectors"):
-        raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:  # from here the directory holds a new run; a finished one there must not survive half
         for name in (METRICS_FILE, *REQUIRED_FILES, TEST_RANKS_FILE):  # the "finished" mark first
@@ -217,18 +248,22 @@ def _fit(
     # Per-user test ranks, for NDCG@N curves and per-user comparisons (users in split order).
     np.save(run_dir / TEST_RANKS_FILE, ranks["test"].numpy().astype(np.int32))
     write_metrics(run_dir, metrics)  # last: other processes take metrics.json as "finished"
-    print_results(
-        console,
-        {
-            f"valid (epoch {outcome.best_epoch})": results["valid"],
-            "test": results["test"],
-            "popularity (test)": popularity_results["test"],
-        },
-        evaluation.ks,
-        title=f"{model.name} on {dataset.stats.source}",
-    )
+    shown = {f"valid (epoch {outcome.best_epoch})": results["valid"]}
+    if print_test:
+        shown.update({"test": results["test"], "popularity (test)": popularity_results["test"]})
+    else:
+        shown["popularity (valid)"] = popularity_results["valid"]
+    print_results(console, shown, evaluation.ks, title=f"{model.name} on {dataset.stats.source}")
     console.print(f"saved to {run_dir}  ({outcome.epochs_trained} epochs, {outcome.train_seconds:.1f} s)")
     return FitResult(run_dir, metrics)
+
+
+def check_parts_fit(model: ModelConfig, train: TrainConfig) -> None:
+    """A ConfigError if the model's parts, or the model and the loss, do not fit together, found
+    by building the model over a one-item catalogue (the shapes that depend on the data aside)."""
+    probe = build_model(model, num_items=1)
+    if train.loss == "stosa" and not hasattr(probe, "item_vectors"):
+        raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
 
 
 def check_resumable(run_dir: Path, parts: dict[str, Any]) -> dict[str, Any]:
@@ -256,15 +291,17 @@ def check_resumable(run_dir: Path, parts: dict[str, Any]) -> dict[str, Any]:
 def evaluate(
     artifact_dir: str | Path, data_path: str | None = None, split: str = "test",
     filter_seen: bool | None = None, console: Console | None = None, by_length: bool = False,
+    frame: Any = None,
 ) -> dict[str, float]:
-    """Re-score a saved model on its dataset (re-read from the stored data config, or ``data_path``).
+    """Re-score a saved model on its dataset (re-read from the stored data config, or ``data_path``,
+    or ``frame`` for a run trained from a data frame).
 
     The dataset must have the fingerprint stored with the model, so that a changed file cannot be
     mistaken for the one the model was selected on. ``by_length`` adds the metrics per bucket of
     the users' history length.
     """
     console = console or Console()
-    scored = rank_artifact(artifact_dir, data_path, split, filter_seen)
+    scored = rank_artifact(artifact_dir, data_path, split, filter_seen, frame=frame)
     metrics = ranking_metrics(scored.ranks, scored.evaluation.ks)
     title = (f"{scored.artifact.directory} on {scored.source} (seen items "
              f"{'filtered' if scored.evaluation.filter_seen else 'not filtered'})")
@@ -306,6 +343,7 @@ class ScoredArtifact:
 
 def rank_artifact(
     artifact_dir: str | Path, data_path: str | None = None, split: str = "test", filter_seen: bool | None = None,
+    frame: Any = None,
 ) -> ScoredArtifact:
     """Each ``split`` user's full-ranking rank of the held-out item under a saved model, on the
     dataset it was trained on (checked by fingerprint and vocabulary)."""
@@ -313,18 +351,12 @@ def rank_artifact(
         raise ConfigError(f"split must be 'valid' or 'test', got {split!r}")
     artifact = load_artifact(artifact_dir)
     try:
-        data_config = data_config_from_dict(artifact.config.get("data", {}))
         evaluation = EvalConfig(**artifact.config.get("evaluation", {}))
     except (TypeError, ValueError, AwrsrError) as err:
-        raise ArtifactError(f"{artifact.directory}/config.yaml: invalid data or evaluation section ({err})") from None
-    if data_path is not None:
-        data_config.path = data_path
+        raise ArtifactError(f"{artifact.directory}/config.yaml: invalid evaluation section ({err})") from None
     if filter_seen is not None:
         evaluation.filter_seen = filter_seen
-    dataset = load_sequence_data(data_config)
-    _check_fingerprint(artifact.metrics, dataset, artifact.directory)
-    if dataset.item_vocab.to_dict() != artifact.vocab.to_dict():
-        raise ArtifactError(f"{artifact.directory}: the dataset's item vocabulary differs from the model's")
+    dataset = load_run_data(artifact, data_path, frame)
     cases = getattr(leave_one_out(dataset), split)
     evaluator = FullRankingEvaluator(
         cases, artifact.model_config.max_len, evaluation.ks, evaluation.filter_seen, evaluation.batch_size
@@ -332,6 +364,38 @@ def rank_artifact(
     return ScoredArtifact(
         artifact, evaluation, str(dataset.stats.source), evaluator.ranks(artifact.model), cases.history.lengths
     )
+
+
+def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame: Any = None) -> SequenceData:
+    """The dataset ``artifact`` was trained on, re-read from its stored data config, from
+    ``data_path`` (the file moved) or from ``frame``; refused unless its fingerprint and item
+    vocabulary are the stored ones, so that other data cannot pass for it."""
+    if data_path is not None and frame is not None:
+        raise ConfigError("give data_path or frame, not both")
+    try:
+        data_config = data_config_from_dict(artifact.config.get("data", {}))
+    except (TypeError, ValueError, AwrsrError) as err:
+        raise ArtifactError(f"{artifact.directory}/config.yaml: invalid data section ({err})") from None
+    if data_path is None and frame is None and _trained_from_frame(artifact.metrics):
+        # its stored config has no path, and the synthetic data it would fall back to is not the data
+        raise ConfigError(
+            f"{artifact.directory}: this run was trained from a data frame; "
+            "pass --data_path (or, from Python, evaluate(..., frame=...))"
+        )
+    if data_path is not None:
+        data_config.path = data_path
+    dataset = load_sequence_data(data_config, frame=frame)
+    _check_fingerprint(artifact.metrics, dataset, artifact.directory)
+    if dataset.item_vocab.to_dict() != artifact.vocab.to_dict():
+        raise ArtifactError(f"{artifact.directory}: the dataset's item vocabulary differs from the model's")
+    return dataset
+
+
+def _trained_from_frame(metrics: dict[str, Any] | None) -> bool:
+    """Whether the stored dataset statistics name a data frame as the source (see load_sequence_data)."""
+    dataset = (metrics or {}).get("dataset")
+    stats = dataset.get("stats") if isinstance(dataset, dict) else None
+    return isinstance(stats, dict) and stats.get("source") == "<frame>"
 
 
 def _check_fingerprint(metrics: dict[str, Any] | None, dataset: SequenceData, directory: Path) -> None:

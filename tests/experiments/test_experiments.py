@@ -1,6 +1,7 @@
 import io
 import json
 import math
+import re
 import shutil
 
 import numpy as np
@@ -93,6 +94,17 @@ def test_tune_selects_on_validation_and_resumes(base_config, tmp_path):
         run_tune(base_config, space, tmp_path, extra={**extra, "train.max_epochs": "3"}, console=QUIET)
 
 
+def test_tune_shows_validation_only(base_config, tmp_path):
+    """Selection is on validation, so the trials' tables leave the test scores off the screen
+    (they stay in each trial's metrics.json)."""
+    shown = io.StringIO()
+    run_tune(base_config, {"train.lr": [0.01]}, tmp_path, extra=parse_sets(TINY), console=Console(file=shown, width=200))
+    assert "valid (epoch" in shown.getvalue() and "popularity (valid)" in shown.getvalue()
+    assert "popularity (test)" not in shown.getvalue()
+    assert not re.search(r"[┃│]\s*test\s*[┃│]", shown.getvalue())  # no test column in the table
+    assert "test" in json.loads(next(tmp_path.glob("trial-*/metrics.json")).read_text())
+
+
 def test_tune_shares_a_search_with_another_process(base_config, tmp_path):
     import threading
 
@@ -130,10 +142,12 @@ def test_tune_shares_a_search_with_another_process(base_config, tmp_path):
 def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     from awrsr.experiments.figures import draw_figures, held_out_ranks
 
-    table = run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET)
+    shown = io.StringIO()
+    table = run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=Console(file=shown, width=60))
     assert set(table) == {"none", "add"}
     md = (tmp_path / "table.md").read_text()
     assert "Recall@1" in md and "p=" in md
+    assert all(line in shown.getvalue().splitlines() for line in md.splitlines())  # printed whole, not cut at 60 columns
     assert len((tmp_path / "runs.csv").read_text().splitlines()) == 1 + 4
     files = draw_figures(tmp_path)
     assert {f.name for f in files} >= {"valid_ndcg5.png", "grad_norm.png", "ndcg_at_n.png", "attention_add.png"}
@@ -195,7 +209,8 @@ def test_compare_tabulates_by_history_length(base_config, tmp_path):
     md = (tmp_path / "by_length.md").read_text()
     assert "Partial table: add seed 2 (no stored test ranks)" in md and "| add | " in md and "| 1 |" in md
     metrics = tmp_path / "add" / "seed-1" / "metrics.json"
-    record = json.loads(metrics.read_text())
+    original = metrics.read_text()
+    record = json.loads(original)
     record["dataset"]["sha256"] = "0" * 64
     metrics.write_text(json.dumps(record))
     out = io.StringIO()
@@ -205,6 +220,11 @@ def test_compare_tabulates_by_history_length(base_config, tmp_path):
     # the main table is written; no earlier breakdown is left beside it (nor drawn from)
     assert (tmp_path / "table.md").is_file()
     assert not (tmp_path / "by_length.md").exists() and not (tmp_path / "by_length.csv").exists()
+    # plot refuses it too (its attention figure would be drawn on other data), before writing anything
+    with pytest.raises(ArtifactError, match="not the dataset this model was trained on"):
+        draw_figures(tmp_path, tmp_path / "after")
+    assert not (tmp_path / "after").exists()
+    metrics.write_text(original)
     assert "ndcg_by_length.png" not in {f.name for f in draw_figures(tmp_path, tmp_path / "after")}
 
 

@@ -131,9 +131,13 @@ def run_compare(
         raise ConfigError(f"{output_dir}: no finished run of this comparison yet (missing: {', '.join(missing)})")
     table = tabulate(records, base, references=references)
     write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
-    console.print((output_dir / "table.md").read_text())
+    # soft_wrap and no markup: a Markdown table must come out copyable, never cut at the terminal width
+    console.print((output_dir / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
     try:  # where the differences are: by the users' history length (reads each dataset once)
-        console.print(write_length_tables(records, references, base, output_dir, length_edges, missing=missing).read_text())
+        console.print(
+            write_length_tables(records, references, base, output_dir, length_edges, missing=missing).read_text(),
+            soft_wrap=True, markup=False, highlight=False,
+        )
     except (AwrsrError, OSError) as err:  # e.g. tabulating on a machine without the data file
         for stale in (output_dir / "by_length.md", output_dir / "by_length.csv"):  # never beside a newer table
             stale.unlink(missing_ok=True)

@@ -1,6 +1,6 @@
 """The AWRSR paper's figures, drawn from run directories (PNG, matplotlib).
 
-- attention heatmaps of A and the refined B for one user's last positions (paper Figure 3)
+- attention heatmaps of A and the refined B (A alone without refinement) for one user's last positions (paper Figure 3)
 - validation NDCG@5 per epoch for several runs (Figure 4)
 - the global gradient norm per epoch (Figure 5)
 - NDCG@N for N = 1..20 from the stored test ranks (Figure 2)
@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import matplotlib
 
@@ -20,9 +22,10 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import torch  # noqa: E402
 
-from awrsr.errors import ArtifactError  # noqa: E402
+from awrsr.errors import ArtifactError, ConfigError  # noqa: E402
 from awrsr.experiments.by_length import held_out_ranks  # noqa: E402  (re-exported)
-from awrsr.infer.artifact import METRICS_FILE  # noqa: E402
+from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, collection_error, runs_inside  # noqa: E402
+from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
 
 
 def _history(run_dir: Path) -> pl.DataFrame:
@@ -54,11 +57,19 @@ def plot_curves(runs: dict[str, Path], column: str, ylabel: str, out: Path) -> P
     return out if drawn else None
 
 
-def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20) -> Path:
+def _test_ranks(run_dir: Path, data_path: str | None) -> np.ndarray:
+    """The stored test ranks, else computed again on the run's data (``data_path`` if given)."""
+    from awrsr.workflows import rank_artifact
+
+    ranks = held_out_ranks(run_dir, recompute=False)
+    return ranks if ranks is not None else rank_artifact(run_dir, data_path, split="test").ranks.numpy()
+
+
+def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20, data_path: str | None = None) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     ns = np.arange(1, max_n + 1)
     for label, run_dir in runs.items():
-        ranks = held_out_ranks(run_dir).astype(np.float64)
+        ranks = _test_ranks(run_dir, data_path).astype(np.float64)
         gains = 1.0 / np.log2(ranks + 1.0)
         ax.plot(ns, [(gains * (ranks <= n)).mean() for n in ns], marker=".", label=label)
     ax.set_xlabel("N")
@@ -98,67 +109,135 @@ def plot_by_length(table_csv: Path, out: Path) -> Path:
     return out
 
 
-def plot_attention(run_dir: Path, out: Path, user: int | None = None, last: int = 15) -> Path:
-    """A and B of every layer (rows) for one test user's last ``last`` positions, head 0."""
-    from awrsr.data import data_config_from_dict, leave_one_out, load_sequence_data
+@dataclass
+class AttentionCase:
+    """One run's model and the padded history of the test user whose attention is drawn."""
+
+    model: torch.nn.Module
+    inputs: torch.Tensor  # (1, max_len)
+    positions: int  # how many of the last positions to draw
+    title: str
+
+
+def attention_case(run_dir: Path, user: int | None = None, last: int = 15, data_path: str | None = None) -> AttentionCase:
+    """Load ``run_dir``'s model and its data (checked as ``awrsr evaluate`` checks it) and pick
+    the test user: ``user`` (0-based test-user index) or the first with ``last``+ items."""
+    from awrsr.data import leave_one_out
     from awrsr.infer import load_artifact
+    from awrsr.workflows import load_run_data
 
     artifact = load_artifact(run_dir)
-    cases = leave_one_out(load_sequence_data(data_config_from_dict(artifact.config["data"]))).test
-    lengths = cases.history.lengths
+    dataset = load_run_data(artifact, data_path)
+    cases = leave_one_out(dataset).test
+    index = _pick_user(cases.history.lengths, user, last)
+    max_len = artifact.model_config.max_len
+    inputs = torch.from_numpy(cases.history.select(np.array([index])).to_padded(max_len))
+    k = min(last, int(cases.history.lengths[index]), max_len)
+    original = dataset.user_ids[int(cases.users[index])]
+    return AttentionCase(artifact.model, inputs, k, f"test user {index} (user id {original}), last {k} positions")
+
+
+def _pick_user(lengths: np.ndarray, user: int | None, last: int) -> int:
     if user is None:
-        user = int(np.flatnonzero(lengths >= last)[0]) if (lengths >= last).any() else int(lengths.argmax())
-    inputs = torch.from_numpy(cases.history.select(np.array([user])).to_padded(artifact.model_config.max_len))
+        long_enough = np.flatnonzero(lengths >= last)
+        return int(long_enough[0]) if len(long_enough) else int(lengths.argmax())
+    if not 0 <= user < len(lengths):
+        raise ConfigError(
+            f"--user {user} is out of range: it is a 0-based index into the run's {len(lengths):,} test users "
+            f"(users with 3+ interactions), so 0..{len(lengths) - 1}; it is not an original user id"
+        )
+    return user
+
+
+def attention_panels(weights: Sequence[AttentionWeights]) -> list[list[tuple[str, torch.Tensor]]]:
+    """Per layer, the (title, weights) panels to draw: A and the refined B, or A alone when no
+    layer is refined (a B panel identical to A would look like a refinement that did nothing)."""
+    unrefined = [w.refined is w.base or torch.equal(w.refined, w.base) for w in weights]
+    rows = []
+    for layer, (w, same) in enumerate(zip(weights, unrefined), 1):
+        if all(unrefined):
+            rows.append([(f"layer {layer}: A (no refinement)", w.base)])
+        else:  # some blocks refined (model.refine_blocks): say which B is only A
+            b_name = "B = A (block not refined)" if same else "B (refined)"
+            rows.append([(f"layer {layer}: A (base)", w.base), (f"layer {layer}: {b_name}", w.refined)])
+    return rows
+
+
+def plot_attention(case: AttentionCase, out: Path) -> Path:
+    """A (and B, when refined) of every layer (rows) for one test user's last positions, head 0."""
     with torch.no_grad():
-        _, weights = artifact.model.encode(inputs, need_weights=True)
-    k = min(last, int(lengths[user]), inputs.shape[1])
-    fig, axes = plt.subplots(len(weights), 2, figsize=(8, 3.6 * len(weights)), squeeze=False)
-    for layer, w in enumerate(weights):
-        for col, (name, matrix) in enumerate((("A (base)", w.base), ("B (refined)", w.refined))):
-            ax = axes[layer][col]
+        _, weights = case.model.encode(case.inputs, need_weights=True)
+    rows = attention_panels(weights)
+    columns, k = len(rows[0]), case.positions
+    fig, axes = plt.subplots(len(rows), columns, figsize=(4 * columns, 3.6 * len(rows)), squeeze=False)
+    for r, row in enumerate(rows):
+        for c, (name, matrix) in enumerate(row):
+            ax = axes[r][c]
             image = ax.imshow(matrix[0, 0, -k:, -k:].numpy(), cmap="viridis", vmin=0)
-            ax.set_title(f"layer {layer + 1}: {name}")
+            ax.set_title(name)
             ax.set_xlabel("key position")
             ax.set_ylabel("query position")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
             fig.colorbar(image, ax=ax, fraction=0.046)
-    fig.suptitle(f"user index {user}, last {k} positions")
+    fig.suptitle(case.title)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
 
 
-def draw_figures(directory: str | Path, output_dir: str | Path | None = None, user: int | None = None) -> list[Path]:
+def draw_figures(
+    directory: str | Path, output_dir: str | Path | None = None, user: int | None = None,
+    data_path: str | None = None,
+) -> list[Path]:
     """All figures for a run directory, or for a ``compare`` directory (variant/seed-*/ runs: the
-    first finished seed of each variant is drawn, in the comparison's order, base first)."""
+    first finished seed of each variant is drawn, in the comparison's order, base first).
+
+    ``user`` is a 0-based index into each run's test users; ``data_path`` replaces the stored data
+    path (needed for a run trained from a data frame). Everything is checked before any file or
+    directory is written.
+    """
     directory = Path(directory)
     out = Path(output_dir) if output_dir else directory / "figures"
+    runs = _runs_to_draw(directory, out)
+    single = list(runs.values()) == [directory]
+    cases = {
+        (run_dir.name if single else run_dir.parent.name): attention_case(run_dir, user, data_path=data_path)
+        for run_dir in runs.values()
+    }
     out.mkdir(parents=True, exist_ok=True)
-    if (directory / METRICS_FILE).is_file():  # a finished run (metrics.json is written last)
-        runs = {directory.name: directory}
-        attention_runs = [directory]
-    else:
-        runs = {}
-        for variant in _variant_dirs(directory, out):
-            seeds = sorted((p for p in variant.iterdir() if (p / METRICS_FILE).is_file()), key=_seed_order)
-            if seeds:
-                runs[variant.name] = seeds[0]
-        if not runs:
-            raise ArtifactError(f"{directory}: neither a finished run directory nor a compare directory with a finished run")
-        attention_runs = list(runs.values())
     files = [
         plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png"),
         plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png"),
-        plot_ndcg_at_n(runs, out / "ndcg_at_n.png"),
+        plot_ndcg_at_n(runs, out / "ndcg_at_n.png", data_path=data_path),
     ]
-    if attention_runs != [directory] and (directory / "by_length.csv").is_file():  # a comparison's table
+    if not single and (directory / "by_length.csv").is_file():  # a comparison's table
         files.append(plot_by_length(directory / "by_length.csv", out / "ndcg_by_length.png"))
-    for run_dir in attention_runs:
-        name = run_dir.parent.name if run_dir != directory else run_dir.name
-        files.append(plot_attention(run_dir, out / f"attention_{name}.png", user=user))
+    for name, case in cases.items():
+        files.append(plot_attention(case, out / f"attention_{name}.png"))
     return [f for f in files if f is not None]
+
+
+def _runs_to_draw(directory: Path, out: Path) -> dict[str, Path]:
+    """{label: run directory}: the run itself, or a comparison's first finished seed per variant;
+    anything else (missing, unfinished, a tune directory) is an ``ArtifactError``."""
+    if not directory.is_dir():
+        raise ArtifactError(f"run directory not found: {directory}")
+    if (directory / METRICS_FILE).is_file():  # a finished run (metrics.json is written last)
+        return {directory.name: directory}
+    if (directory / CONFIG_FILE).is_file():
+        raise ArtifactError(f"{directory}: the run has not finished (no {METRICS_FILE} yet)")
+    if any(run.parent == directory for run in runs_inside(directory)):  # trial-*/ runs: a tune, nothing to compare
+        raise collection_error(directory)
+    runs = {}
+    for variant in _variant_dirs(directory, out):
+        seeds = sorted((p for p in variant.iterdir() if (p / METRICS_FILE).is_file()), key=_seed_order)
+        if seeds:
+            runs[variant.name] = seeds[0]
+    if not runs:
+        raise ArtifactError(f"{directory}: neither a finished run directory nor a compare directory with a finished run")
+    return runs
 
 
 def _variant_dirs(directory: Path, out: Path) -> list[Path]:

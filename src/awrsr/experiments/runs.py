@@ -62,12 +62,14 @@ def finished_run(config: str, options: dict[str, Any], run_dir: Path) -> tuple[d
 
 def run_or_reuse(
     config: str, options: dict[str, Any], run_dir: Path, console: Console, wait: bool = True,
+    print_test: bool = True,
 ) -> dict[str, Any] | None:
     """Metrics of the fit of ``config`` with ``options`` in ``run_dir``. A finished run (its
     metrics.json exists) is never trained again, but only if it was made with exactly this
     configuration (see ``finished_run``). An interrupted run (a checkpoint but no metrics)
     continues from its last checkpoint. While another process trains the run, this one waits for
-    it and reuses its result, or with ``wait=False`` returns None at once."""
+    it and reuses its result, or with ``wait=False`` returns None at once. ``print_test=False``
+    prints validation metrics only (tune)."""
     from awrsr.workflows import fit, run_lock
 
     resolved, metrics = finished_run(config, options, run_dir)
@@ -88,7 +90,7 @@ def run_or_reuse(
         resume = (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file()
         if resume:
             console.print(f"[dim]{run_dir}: continuing the interrupted run from its last checkpoint[/dim]")
-        return fit(**{**resolved, "resume": resume}, console=console).metrics
+        return fit(**{**resolved, "resume": resume}, console=console, print_test=print_test).metrics
     finally:
         lock.release()
 

@@ -84,7 +84,8 @@ def run_tune(
                 if run_dir.name in done:
                     continue
                 try:
-                    metrics = run_or_reuse(config, {**(extra or {}), **params}, run_dir, console, wait)
+                    # validation only on screen: a tune must not invite a look at the test scores
+                    metrics = run_or_reuse(config, {**(extra or {}), **params}, run_dir, console, wait, print_test=False)
                 except ConfigError as err:  # an impossible combination (e.g. 64 not divisible by 3 heads)
                     console.print(f"[yellow]skipped {params}: {err}[/yellow]")
                     done.add(run_dir.name)

@@ -15,12 +15,12 @@ from typing import Any
 
 import yaml
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from torch import nn
 
 from awrsr.data import Vocabulary
 from awrsr.errors import ArtifactError, AwrsrError
-from awrsr.files import write_text_atomic
+from awrsr.files import write_bytes_atomic, write_text_atomic
 from awrsr.models import ModelConfig, build_model
 
 CONFIG_FILE = "config.yaml"
@@ -50,7 +50,8 @@ def save_artifact(
     write_text_atomic(directory / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
     vocab.save(directory / VOCAB_FILE)
     state = {name: t.detach().contiguous().cpu() for name, t in model.state_dict().items()}
-    save_file(state, str(directory / WEIGHTS_FILE))
+    # safetensors' save_file creates the file owner-only (0600); bytes through our writer get the umask's mode
+    write_bytes_atomic(directory / WEIGHTS_FILE, save(state))
     if metrics is not None:
         write_metrics(directory, metrics)
     return directory
@@ -83,7 +84,9 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
         raise ArtifactError(f"artifact directory not found: {directory}")
     missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
     if missing:
-        raise ArtifactError(f"{directory}: incomplete artifact, missing {', '.join(missing)}")
+        raise collection_error(directory) or ArtifactError(
+            f"{directory}: incomplete artifact, missing {', '.join(missing)}"
+        )
 
     config_path = directory / CONFIG_FILE
     try:
@@ -122,6 +125,29 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
         if not isinstance(metrics, dict):
             raise ArtifactError(f"{directory / METRICS_FILE}: expected a JSON object")
     return LoadedArtifact(directory, config, model_config, vocab, model, metrics)
+
+
+def runs_inside(directory: Path) -> list[Path]:
+    """Run directories (with a config.yaml) one level below ``directory`` (a tune's trial-*/) or
+    two (a comparison's <variant>/seed-N/), finished ones (metrics.json) first, then by path."""
+    found = [p.parent for p in (*directory.glob(f"*/{CONFIG_FILE}"), *directory.glob(f"*/*/{CONFIG_FILE}"))]
+    return sorted(found, key=lambda run: (not (run / METRICS_FILE).is_file(), str(run)))
+
+
+def collection_error(directory: Path) -> ArtifactError | None:
+    """The error for a ``compare`` or ``tune`` output directory given where one run is expected,
+    naming runs inside to pick from; None if ``directory`` holds no runs."""
+    runs = runs_inside(directory)
+    if not runs:
+        return None
+    if (directory / "trials.csv").is_file() or runs[0].name.startswith("trial-"):
+        kind = "a tune output directory (one run per trial-*)"
+    elif (directory / "runs.csv").is_file() or runs[0].parent != directory:
+        kind = "a comparison output directory (one run per <variant>/seed-N)"
+    else:
+        kind = "a directory of runs"
+    examples = " or ".join(str(run) for run in runs[:2])
+    return ArtifactError(f"{directory}: {kind}, not a single run; pick one of its runs, e.g. {examples}")
 
 
 def _check_state_matches(model: nn.Module, state: dict, source: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path, PureWindowsPath
 from typing import Any
@@ -139,3 +140,22 @@ class RandomState(L.Callback):
         torch.set_rng_state(state_dict["cpu"])
         if "cuda" in state_dict and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state_dict["cuda"])
+
+
+class InterruptNotice(L.Callback):
+    """Says how to go on when Ctrl-C stops training (Lightning then exits with status 1)."""
+
+    def __init__(self, last_checkpoint: Path) -> None:
+        self.last_checkpoint = last_checkpoint
+
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        if not isinstance(exception, KeyboardInterrupt):
+            return
+        if self.last_checkpoint.is_file():
+            hint = (
+                f"the last completed epoch is saved in {self.last_checkpoint}; the same command with "
+                "--resume true continues from it (awrsr tune and compare continue by themselves)"
+            )
+        else:
+            hint = "no epoch was completed, so there is nothing to resume"
+        print(f"\nawrsr: interrupted in epoch {trainer.current_epoch + 1}; {hint}", file=sys.stderr)

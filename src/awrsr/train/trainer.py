@@ -17,11 +17,11 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from awrsr.data import LeaveOneOutSplit
-from awrsr.errors import AwrsrError
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.eval import EvalConfig, build_eval_batches
 from awrsr.train.batches import training_loader
 from awrsr.train.callbacks import (
-    EpochTimer, GradientNorm, RandomState, RelocatableModelCheckpoint, ResumableEarlyStopping,
+    EpochTimer, GradientNorm, InterruptNotice, RandomState, RelocatableModelCheckpoint, ResumableEarlyStopping,
 )
 from awrsr.train.config import TrainConfig
 from awrsr.train.module import SequentialRecommenderModule
@@ -54,6 +54,14 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", ".*LeafSpec.*")
     # Resuming reuses the run directory on purpose; earlier epochs' log rows are kept by train_model.
     warnings.filterwarnings("ignore", ".*directory .* exists and is not empty.*")
+
+
+def check_accelerator(accelerator: str) -> None:
+    """A ConfigError for an accelerator this machine lacks, before any data is read (Lightning
+    would fail only when the trainer is built)."""
+    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
+    if (accelerator == "cuda" and not cuda) or (accelerator == "mps" and not mps) or (accelerator == "gpu" and not (cuda or mps)):
+        raise ConfigError(f"train.accelerator {accelerator!r}: torch finds no such device on this machine; use auto or cpu")
 
 
 def train_model(
@@ -92,7 +100,7 @@ def train_model(
     )
     timer = EpochTimer()
     early_stopping = ResumableEarlyStopping(monitor=monitor, mode="max", patience=train.patience)
-    callbacks = [checkpoint, last, timer, GradientNorm(), early_stopping, RandomState()]
+    callbacks = [checkpoint, last, timer, GradientNorm(), early_stopping, RandomState(), InterruptNotice(resume_from)]
     trainer = L.Trainer(
         max_epochs=train.max_epochs,
         max_time=train.max_time,
@@ -115,13 +123,21 @@ def train_model(
         weight_decay=train.weight_decay, ks=evaluation.ks, pvn_weight=train.pvn_weight,
         adversarial_alpha=train.adversarial_alpha,
     )
+    if resume:
+        check_checkpoint_fits(resume_from, module)
     val_batches = build_eval_batches(split.valid, max_len, evaluation.batch_size, evaluation.filter_seen)
-    trainer.fit(
-        module,
-        train_dataloaders=training_loader(split.train, max_len, train.batch_size, train.seed),
-        val_dataloaders=DataLoader(val_batches, batch_size=None),
-        ckpt_path=resume_from if resume else None,
-    )
+    try:
+        trainer.fit(
+            module,
+            train_dataloaders=training_loader(split.train, max_len, train.batch_size, train.seed),
+            val_dataloaders=DataLoader(val_batches, batch_size=None),
+            ckpt_path=resume_from if resume else None,
+        )
+    except FloatingPointError as err:  # raised by validation when the weights have blown up
+        raise AwrsrError(
+            f"training diverged in epoch {trainer.current_epoch + 1} ({err}); lower train.lr (now {train.lr}) "
+            "or check the data"
+        ) from None
     if resume:  # Lightning's logger started the file afresh
         merge_logs(checkpoint_dir / EARLIER_LOG, run_dir / LOG_FILE)
 
@@ -155,6 +171,21 @@ def checkpoint_epochs(path: Path) -> int:
         return int(torch.load(path, map_location="cpu", weights_only=True)["epoch"]) + 1
     except Exception as err:  # a truncated or foreign file: say which, not torch's unpickling trace
         raise AwrsrError(f"{path}: not a readable training checkpoint ({type(err).__name__}: {err})") from None
+
+
+def check_checkpoint_fits(path: Path, module: nn.Module) -> None:
+    """An ArtifactError naming the first differences if the checkpoint at ``path`` holds weights
+    of another shape than ``module`` (Lightning would fail deep inside load_state_dict)."""
+    stored = torch.load(path, map_location="cpu", weights_only=True).get("state_dict", {})
+    expected = module.state_dict()
+    problems = [f"{name} is missing" for name in expected if name not in stored]
+    problems += [f"{name} is not in this model" for name in stored if name not in expected]
+    problems += [
+        f"{name} has shape {tuple(stored[name].shape)}, this model's {tuple(tensor.shape)}"
+        for name, tensor in expected.items() if name in stored and stored[name].shape != tensor.shape
+    ]
+    if problems:
+        raise ArtifactError(f"{path} holds a model of another shape: {'; '.join(problems[:3])}")
 
 
 def keep_earlier_log(log_path: Path, kept_path: Path, epochs: int) -> None:

@@ -1,0 +1,130 @@
+"""awrsr plot (and evaluate, which shares its data loading): every bad input is one clear message,
+checked before anything is written."""
+
+import json
+import shutil
+
+import polars as pl
+import pytest
+import torch
+from conftest import build_tiny, tiny_run_config
+from rich.console import Console
+
+from awrsr.cli import main
+from awrsr.data import SyntheticConfig, make_synthetic_interactions
+from awrsr.errors import ArtifactError
+from awrsr.experiments.figures import attention_case, attention_panels, draw_figures
+
+FRAME_MESSAGE = "this run was trained from a data frame; pass --data_path (or, from Python, evaluate(..., frame=...))"
+
+
+def run_cli(capsys, *argv):
+    """Run ``awrsr argv``; return (exit code, stdout, stderr)."""
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def interactions(num_users: int) -> pl.DataFrame:
+    syn = SyntheticConfig(num_users=num_users, num_items=30, min_length=8, max_length=16)
+    return make_synthetic_interactions(syn).select(pl.col("user").alias("user_id"), pl.col("item").alias("item_id"))
+
+
+@pytest.fixture(scope="module")
+def frame_run(tmp_path_factory):
+    """A one-epoch run trained from a data frame, and that frame also written as a CSV file."""
+    from awrsr.workflows import fit
+
+    root = tmp_path_factory.mktemp("frame")
+    frame = interactions(120)
+    frame.write_csv(root / "data.csv")
+    config = tiny_run_config(root / "run", max_epochs=1)
+    config["data"].synthetic = SyntheticConfig(num_users=40, num_items=10)  # what a path-less reload would use
+    fit(**config, frame=frame, console=Console(quiet=True))
+    return root / "run", root / "data.csv", frame
+
+
+def test_plot_user_out_of_range_names_the_option_and_writes_nothing(trained_run, tmp_path, capsys):
+    for user in ("5000", "-1"):
+        code, _, err = run_cli(capsys, "plot", str(trained_run.run_dir), "--user", user, "--output_dir", str(tmp_path / "f"))
+        assert code == 2 and f"--user {user} is out of range" in err and "0-based index" in err, err
+        assert "not an original user id" in err and "0..299" in err  # 300 synthetic users, all evaluated
+    assert not (tmp_path / "f").exists()
+    case = attention_case(trained_run.run_dir, user=299)
+    assert case.title.startswith("test user 299 (user id 300)")  # synthetic user ids are 1..300
+
+
+def test_plot_on_a_missing_directory_creates_nothing(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "plot", str(tmp_path / "nope"))
+    assert code == 2 and "run directory not found" in err and "nope" in err
+    assert not (tmp_path / "nope").exists()
+
+
+def test_frame_run_needs_its_data_for_evaluate_and_plot(frame_run, tmp_path, capsys):
+    run_dir, csv, frame = frame_run
+    code, _, err = run_cli(capsys, "evaluate", str(run_dir))
+    assert code == 2 and FRAME_MESSAGE in " ".join(err.split()), err
+    code, _, err = run_cli(capsys, "plot", str(run_dir), "--output_dir", str(tmp_path / "none"))
+    assert code == 2 and FRAME_MESSAGE in " ".join(err.split()), err
+    assert not (tmp_path / "none").exists()
+    # other data is refused by fingerprint, as evaluate refuses it
+    other = tmp_path / "other.csv"
+    interactions(100).write_csv(other)
+    code, _, err = run_cli(capsys, "plot", str(run_dir), "--data_path", str(other), "--output_dir", str(tmp_path / "o"))
+    assert code == 2 and "not the dataset this model was trained on" in err and not (tmp_path / "o").exists()
+    # the same data, from its file or (Python) the frame itself
+    code, out, _ = run_cli(capsys, "plot", str(run_dir), "--data_path", str(csv), "--output_dir", str(tmp_path / "ok"))
+    assert code == 0 and (tmp_path / "ok" / "attention_run.png").is_file()
+    code, out, _ = run_cli(capsys, "evaluate", str(run_dir), "--data_path", str(csv))
+    assert code == 0 and "NDCG@10" in out
+    from awrsr.workflows import evaluate
+
+    stored = json.loads((run_dir / "metrics.json").read_text())["test"]["ndcg@10"]
+    assert evaluate(run_dir, frame=frame, console=Console(quiet=True))["ndcg@10"] == pytest.approx(stored)
+
+
+def test_attention_without_refinement_is_drawn_as_a_alone(trained_run):
+    case = attention_case(trained_run.run_dir)
+    _, weights = case.model.encode(case.inputs, need_weights=True)
+    rows = attention_panels(weights)
+    assert [len(row) for row in rows] == [1, 1] and rows[0][0][0] == "layer 1: A (no refinement)"
+    inputs = torch.tensor([[0, 0, 3, 4, 5, 6, 7, 8]])
+    refined = build_tiny("sasrec", "dot", "simp").eval()
+    rows = attention_panels(refined.encode(inputs, need_weights=True)[1])
+    assert [name for row in rows for name, _ in row][1] == "layer 1: B (refined)"
+    partly = build_tiny("sasrec", "dot", "simp", refine_blocks=[0]).eval()
+    rows = attention_panels(partly.encode(inputs, need_weights=True)[1])
+    assert [name for name, _ in rows[1]] == ["layer 2: A (base)", "layer 2: B = A (block not refined)"]
+
+
+def copy_run(trained_run, target):
+    shutil.copytree(trained_run.run_dir, target, ignore=shutil.ignore_patterns("checkpoints", "figures"))
+    return target
+
+
+def test_compare_and_tune_directories_name_runs_to_pick(trained_run, tmp_path, capsys):
+    compare = tmp_path / "compare"
+    for variant in ("none", "add"):
+        copy_run(trained_run, compare / variant / "seed-1")
+    (compare / "runs.csv").write_text("variant,seed,run_dir\n")
+    code, _, err = run_cli(capsys, "evaluate", str(compare))
+    assert code == 2 and "comparison output directory" in err and "add/seed-1" in err and "none/seed-1" in err, err
+    tune = tmp_path / "tune"
+    copy_run(trained_run, tune / "trial-0123abcd")
+    (tune / "trials.csv").write_text("trial\n")
+    for command in (["evaluate"], ["plot"], ["serve"], ["recommend", "--history", "1"]):
+        code, _, err = run_cli(capsys, command[0], str(tune), *command[1:])
+        assert code == 2 and "tune output directory" in err and "trial-0123abcd" in err, (command, err)
+    assert not (tune / "figures").exists()
+    # a compare directory is what plot draws side by side
+    names = {f.name for f in draw_figures(compare, tmp_path / "figs")}
+    assert {"attention_none.png", "attention_add.png", "ndcg_at_n.png"} <= names
+    with pytest.raises(ArtifactError, match="not found"):
+        from awrsr.infer import load_artifact
+
+        load_artifact(tmp_path / "missing")

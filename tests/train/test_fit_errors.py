@@ -1,0 +1,115 @@
+"""What fit refuses, and how it fails: a finished run is never deleted by a repeated command, and
+what goes wrong in training (divergence, Ctrl-C, a foreign checkpoint, a missing device) is said
+in one clear line."""
+
+import shutil
+import stat
+
+import pytest
+import torch
+from rich.console import Console
+
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError
+from awrsr.train.module import SequentialRecommenderModule
+from awrsr.train.trainer import check_accelerator
+from awrsr.workflows import fit
+from conftest import tiny_run_config
+
+QUIET = Console(quiet=True)
+
+
+def test_a_finished_run_is_kept_unless_overwrite_is_asked(trained_run, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run_dir)
+    before = sorted(p.name for p in run_dir.iterdir())
+    with pytest.raises(ArtifactError, match="holds a finished run; choose another output_dir, or pass --overwrite true"):
+        fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+    assert sorted(p.name for p in run_dir.iterdir()) == before  # nothing was deleted
+    again = fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, overwrite=True)
+    assert again.metrics["selection"]["epochs_trained"] == 1
+
+
+def test_an_interrupted_run_is_kept_and_the_error_says_how_to_continue(trained_run, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run_dir)
+    (run_dir / "metrics.json").unlink()  # as if stopped before the end; its last.ckpt remains
+    with pytest.raises(ArtifactError, match=r"holds an interrupted run \(continue it with --resume true\)"):
+        fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+
+
+def test_divergence_is_one_clear_error_naming_the_epoch_and_the_learning_rate(tmp_path, monkeypatch):
+    def blown_up(self, batch, batch_idx):  # what validation meets once the weights are NaN
+        raise FloatingPointError("the model produced NaN scores")
+
+    monkeypatch.setattr(SequentialRecommenderModule, "validation_step", blown_up)
+    with pytest.raises(AwrsrError, match=r"training diverged in epoch 1 \(the model produced NaN scores\); lower train.lr \(now 0.003\)"):
+        fit(**tiny_run_config(tmp_path / "run", max_epochs=2), console=QUIET)
+
+
+def test_ctrl_c_says_where_the_run_can_continue(tmp_path, monkeypatch, capsys):
+    def interrupt_in_the_second_epoch(self):
+        if self.current_epoch == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(SequentialRecommenderModule, "on_train_epoch_start", interrupt_in_the_second_epoch, raising=False)
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit):  # Lightning's way out after Ctrl-C
+        fit(**tiny_run_config(run_dir, max_epochs=3, patience=50), console=QUIET)
+    err = capsys.readouterr().err
+    assert "interrupted in epoch 2" in err and "--resume true continues from it" in err
+    monkeypatch.undo()
+    resumed = fit(**tiny_run_config(run_dir, max_epochs=3, patience=50), console=QUIET, resume=True)
+    assert resumed.metrics["selection"]["epochs_trained"] == 3
+
+
+def test_resuming_from_a_checkpoint_of_another_shape_is_refused_by_name(trained_run, tmp_path):
+    small, other = tmp_path / "small", tmp_path / "other"
+    fit(**tiny_run_config(small, max_epochs=1), console=QUIET)
+    cfg = tiny_run_config(other, max_epochs=1)
+    cfg["model"].hidden_size = 16
+    fit(**cfg, console=QUIET)
+    shutil.copy(other / "checkpoints" / "last.ckpt", small / "checkpoints" / "last.ckpt")
+    with pytest.raises(ArtifactError, match=r"last.ckpt holds a model of another shape: .*has shape \(\d+, 16\), this model's \(\d+, 32\)"):
+        fit(**tiny_run_config(small, max_epochs=2), console=QUIET, resume=True)
+
+
+def test_more_negatives_than_items_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"train.num_negatives \(500\) is more than the 50 items"):
+        fit(**tiny_run_config(tmp_path / "run", loss="sampled_softmax", num_negatives=500), console=QUIET)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_a_missing_accelerator_is_a_config_error():
+    with pytest.raises(ConfigError, match="train.accelerator 'cuda': torch finds no such device"):
+        check_accelerator("cuda")
+    check_accelerator("cpu")
+    check_accelerator("auto")
+
+
+def test_the_weights_file_gets_the_same_permissions_as_the_other_artifact_files(trained_run):
+    mode = lambda name: stat.S_IMODE((trained_run.run_dir / name).stat().st_mode)
+    assert mode("model.safetensors") == mode("config.yaml")
+
+
+@pytest.mark.parametrize(
+    "model_options, train_options, expected",
+    [
+        ({"refine": "stoc"}, {}, "stoc"),
+        ({"attention": "wasserstein"}, {}, "wasserstein"),
+        ({}, {"loss": "stosa"}, "train.loss 'stosa'"),
+    ],
+)
+def test_parts_that_do_not_fit_fail_before_the_data_is_read(tmp_path, monkeypatch, model_options, train_options, expected):
+    import awrsr.workflows
+
+    def no_data(*args, **kwargs):
+        raise AssertionError("the data was read before the configuration was checked")
+
+    monkeypatch.setattr(awrsr.workflows, "load_sequence_data", no_data)
+    cfg = tiny_run_config(tmp_path / "run", **train_options)
+    for key, value in model_options.items():
+        setattr(cfg["model"], key, value)
+    with pytest.raises(ConfigError, match=expected):
+        fit(**cfg, console=QUIET)
+    assert not (tmp_path / "run").exists()  # a fit that failed before writing anything leaves no directory
