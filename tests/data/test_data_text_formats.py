@@ -77,9 +77,12 @@ def test_empty_file_has_no_interactions(tmp_path, text):
         read_interactions(path, DataConfig())
 
 
-def test_missing_file_and_directory(tmp_path):
-    with pytest.raises(DataError, match="data file not found: .*nope.txt"):
+def test_missing_file_and_directory(tmp_path, monkeypatch):
+    with pytest.raises(DataError, match="data file not found: .*nope.txt$"):
         read_interactions(tmp_path / "nope.txt", DataConfig())
+    monkeypatch.chdir(tmp_path)  # a relative path: the error says where it was looked for
+    with pytest.raises(DataError, match=f"data file not found: data/nope.txt \\(relative to the current directory {tmp_path}"):
+        read_interactions("data/nope.txt", DataConfig())
     with pytest.raises(DataError, match="directory"):
         read_interactions(tmp_path, DataConfig())
 

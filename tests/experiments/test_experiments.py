@@ -358,3 +358,9 @@ def test_a_variant_can_be_compared_with_another_than_the_base(base_config, tmp_p
     assert "compare_to" not in (tmp_path / "L2+add" / "seed-1" / "config.yaml").read_text()
     with pytest.raises(ConfigError, match="compare_to 'L9'"):
         run_compare(base_config, {"L1": {}, "x": {"compare_to": "L9"}}, [1], tmp_path / "bad", console=QUIET)
+
+
+def test_tune_with_a_missing_base_config_fails_at_once(tmp_path):
+    with pytest.raises(ConfigError, match="base config not found: .*nope.yaml"):
+        run_tune(str(tmp_path / "nope.yaml"), {"train.lr": [0.01, 0.001]}, tmp_path / "t", console=QUIET)
+    assert not (tmp_path / "t").exists()

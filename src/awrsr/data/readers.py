@@ -46,7 +46,9 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
         raise TypeError(f"source must be a path or a DataFrame, got {type(source).__name__}")
     path = Path(source).expanduser()
     if not path.exists():
-        raise DataError(f"data file not found: {source}")
+        # a relative path is read from the current directory, not from the config file's (say so)
+        where = "" if path.is_absolute() else f" (relative to the current directory {Path.cwd()}; set data.path)"
+        raise DataError(f"data file not found: {source}{where}")
     if path.is_dir():
         raise DataError(f"{source}: is a directory, expected a data file")
     fmt = detect_format(path) if config.format == "auto" else config.format

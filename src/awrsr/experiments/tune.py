@@ -70,6 +70,8 @@ def run_tune(
     trial's parameters by validation ``train.monitor``. Writes trials.csv and best.yaml."""
     console = console or Console()
     output_dir = Path(output_dir)
+    if not Path(config).is_file():  # else every trial would fail on it, one by one
+        raise ConfigError(f"base config not found: {config}")
     trials = grid(space)
     if max_trials is not None and max_trials < len(trials):
         trials = random.Random(sample_seed).sample(trials, max_trials)
