@@ -63,7 +63,8 @@ def main() -> None:
                 "--output_dir", str(run_dir), *args.overrides,
             ])
             started = time.perf_counter()
-            metrics = fit(**{**cfg, "resume": resumable}, console=console).metrics
+            # without --resume an unfinished run there starts again, as it always did here
+            metrics = fit(**{**cfg, "resume": resumable, "overwrite": not resumable}, console=console).metrics
             console.print(f"seed {seed}: {time.perf_counter() - started:.0f} s")
         runs.append({"seed": seed, "run_dir": str(run_dir.relative_to(ROOT)), **metrics})
 

@@ -181,3 +181,14 @@ def test_an_output_dir_that_cannot_be_made_is_one_line_naming_it(tmp_path, capsy
     blocker.write_text("")
     code, _, err = run_cli(capsys, "fit", "--train.max_epochs", "1", "--output_dir", str(blocker / "run"))
     assert code == 2 and err.startswith("awrsr: error: ") and str(blocker) in err
+
+
+def test_ctrl_c_outside_training_is_one_line(monkeypatch, capsys):
+    import awrsr.workflows
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(awrsr.workflows, "fit", interrupted)
+    code, _, err = run_cli(capsys, "fit", "--train.max_epochs", "1")
+    assert code == 130 and err.strip() == "awrsr: interrupted"

@@ -175,3 +175,22 @@ def test_code_version_names_the_commit_and_uncommitted_changes(tmp_path):
     assert source_version(tmp_path) == f"{awrsr.__version__}+g{commit}"
     (tmp_path / "module.py").write_text("x = 2\n")  # code edited after the commit
     assert source_version(tmp_path) == f"{awrsr.__version__}+g{commit}.dirty"
+
+
+def test_evaluate_says_when_ids_once_read_as_integers_are_now_text(tmp_path):
+    """Since CSV ids with leading zeros stay text, a file trained on when they became integers no
+    longer matches its run; the error says why instead of only that the fingerprint differs."""
+    import random
+
+    from awrsr.data import DataConfig
+
+    rng = random.Random(0)
+    rows = [(u, rng.randint(1, 30)) for u in range(1, 61) for _ in range(8)]
+    as_integers, padded = tmp_path / "ints.csv", tmp_path / "padded.csv"
+    as_integers.write_text("user_id,item_id\n" + "".join(f"{u},{i}\n" for u, i in rows))
+    padded.write_text("user_id,item_id\n" + "".join(f"{u},{i:03d}\n" for u, i in rows))
+    cfg = tiny_run_config(tmp_path / "run", max_epochs=1)
+    cfg["data"] = DataConfig(path=str(as_integers))
+    fit(**cfg, console=Console(quiet=True))
+    with pytest.raises(ArtifactError, match="read as text now but were integers at training"):
+        evaluate(tmp_path / "run", data_path=str(padded), console=Console(quiet=True))

@@ -251,6 +251,9 @@ def main(argv: Optional[list] = None) -> None:
     except AwrsrError as err:
         print(f"awrsr: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:  # outside training (reading data, the final evaluation): no traceback either
+        print("\nawrsr: interrupted", file=sys.stderr)
+        sys.exit(130)
     except OSError as err:  # a directory that cannot be created or written, a full disk: say which path
         where = f": {err.filename}" if err.filename else ""
         print(f"awrsr: error: {err.strerror or err}{where}", file=sys.stderr)

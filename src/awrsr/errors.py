@@ -33,3 +33,7 @@ class UnknownItemError(AwrsrError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the whole message
         return str(self.args[0])
+
+
+class TrainingDiverged(AwrsrError):
+    """Training produced non-finite values (usually a learning rate too high for the model)."""

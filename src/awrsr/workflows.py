@@ -127,8 +127,6 @@ def fit(
     directory: the second gets a clear error. ``print_test=False`` prints validation metrics only
     (tuning selects on validation; the test scores are still recorded in metrics.json)."""
     run_dir = Path(output_dir)
-    if not resume and not overwrite:
-        refuse_to_replace(run_dir)
     created = not run_dir.exists()
     lock = run_lock(run_dir)
     try:
@@ -139,6 +137,8 @@ def fit(
         ) from None
     finished = False
     try:
+        if not resume and not overwrite:
+            refuse_to_replace(run_dir)
         result = _fit(data, model, train, evaluation, run_dir, frame, console or Console(), resume, print_test)
         finished = True
         return result
@@ -197,9 +197,11 @@ def _fit(
         f"{len(split.valid.targets)} validation / {len(split.test.targets)} test users"
     )
 
-    if train.loss != "ce" and train.num_negatives is not None and train.num_negatives > dataset.num_items:
-        raise ConfigError(
-            f"train.num_negatives ({train.num_negatives}) is more than the {dataset.num_items} items of the data"
+    if train.loss != "ce" and train.effective_num_negatives > dataset.num_items:
+        console.print(
+            f"[yellow]train.num_negatives ({train.effective_num_negatives}) is more than the {dataset.num_items} items; "
+            "negatives are drawn with replacement, so most repeat and cost time for little (loss ce ranks "
+            "against every item once)[/yellow]"
         )
     L.seed_everything(train.seed, workers=True, verbose=False)
     net = build_model(model, dataset.num_items)
@@ -385,7 +387,15 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
     if data_path is not None:
         data_config.path = data_path
     dataset = load_sequence_data(data_config, frame=frame)
-    _check_fingerprint(artifact.metrics, dataset, artifact.directory)
+    try:
+        _check_fingerprint(artifact.metrics, dataset, artifact.directory)
+    except ArtifactError as err:
+        if artifact.vocab.id_type == "int" and dataset.item_vocab.id_type == "str":
+            raise ArtifactError(
+                f"{err}; its item ids are read as text now but were integers at training: since awrsr 0.1.0's "
+                "session-12 change, CSV/TSV ids written with leading zeros (007) stay text, so 007 and 7 are two items"
+            ) from None
+        raise
     if dataset.item_vocab.to_dict() != artifact.vocab.to_dict():
         raise ArtifactError(f"{artifact.directory}: the dataset's item vocabulary differs from the model's")
     return dataset

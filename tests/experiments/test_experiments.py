@@ -364,3 +364,32 @@ def test_tune_with_a_missing_base_config_fails_at_once(tmp_path):
     with pytest.raises(ConfigError, match="base config not found: .*nope.yaml"):
         run_tune(str(tmp_path / "nope.yaml"), {"train.lr": [0.01, 0.001]}, tmp_path / "t", console=QUIET)
     assert not (tmp_path / "t").exists()
+
+
+def test_a_run_directory_that_never_finished_is_trained_again(base_config, tmp_path):
+    """An unreadable metrics.json without a checkpoint (a write cut short) is not a finished run
+    and not one to resume: compare and tune train it afresh instead of refusing the directory."""
+    from awrsr.experiments.runs import run_or_reuse
+
+    run_dir = tmp_path / "run"
+    first = run_or_reuse(base_config, parse_sets(TINY), run_dir, QUIET)
+    shutil.rmtree(run_dir / "checkpoints")
+    (run_dir / "metrics.json").write_text("")
+    again = run_or_reuse(base_config, parse_sets(TINY), run_dir, QUIET)
+    assert again["test"] == first["test"]  # the same seed trains the same run
+
+
+def test_tune_skips_a_trial_that_diverges(base_config, tmp_path, monkeypatch):
+    from awrsr.train.module import SequentialRecommenderModule
+
+    def blown_up(self, batch, batch_idx):
+        if self.lr > 0.05:  # the "too high" learning rate of this grid
+            raise FloatingPointError("the model produced NaN scores")
+        return original(self, batch, batch_idx)
+
+    original = SequentialRecommenderModule.validation_step
+    monkeypatch.setattr(SequentialRecommenderModule, "validation_step", blown_up)
+    shown = io.StringIO()
+    best = run_tune(base_config, {"train.lr": [0.1, 0.01]}, tmp_path, extra=parse_sets(TINY), console=Console(file=shown, width=300))
+    assert best["train.lr"] == 0.01
+    assert "skipped {'train.lr': 0.1}: training diverged in epoch 1" in shown.getvalue()

@@ -9,7 +9,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from awrsr.errors import ArtifactError, AwrsrError, ConfigError
+from awrsr.errors import ArtifactError, ConfigError, TrainingDiverged
 from awrsr.train.module import SequentialRecommenderModule
 from awrsr.train.trainer import check_accelerator
 from awrsr.workflows import fit
@@ -43,7 +43,7 @@ def test_divergence_is_one_clear_error_naming_the_epoch_and_the_learning_rate(tm
         raise FloatingPointError("the model produced NaN scores")
 
     monkeypatch.setattr(SequentialRecommenderModule, "validation_step", blown_up)
-    with pytest.raises(AwrsrError, match=r"training diverged in epoch 1 \(the model produced NaN scores\); lower train.lr \(now 0.003\)"):
+    with pytest.raises(TrainingDiverged, match=r"training diverged in epoch 1 \(the model produced NaN scores\); start afresh with a lower train.lr \(now 0.003\) and --overwrite true"):
         fit(**tiny_run_config(tmp_path / "run", max_epochs=2), console=QUIET)
 
 
@@ -74,9 +74,43 @@ def test_resuming_from_a_checkpoint_of_another_shape_is_refused_by_name(trained_
         fit(**tiny_run_config(small, max_epochs=2), console=QUIET, resume=True)
 
 
-def test_more_negatives_than_items_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match=r"train.num_negatives \(500\) is more than the 50 items"):
-        fit(**tiny_run_config(tmp_path / "run", loss="sampled_softmax", num_negatives=500), console=QUIET)
+@pytest.mark.parametrize("num_negatives", [None, 500])  # sampled_softmax's default is 100
+def test_more_negatives_than_items_trains_with_a_note(tmp_path, num_negatives):
+    import io
+
+    shown = io.StringIO()
+    cfg = tiny_run_config(tmp_path / "run", max_epochs=1, loss="sampled_softmax", num_negatives=num_negatives)
+    fit(**cfg, console=Console(file=shown, width=300))
+    expected = num_negatives or 100
+    assert f"train.num_negatives ({expected}) is more than the 50 items; negatives are drawn with replacement" in shown.getvalue()
+
+
+def test_another_process_training_is_named_before_any_interrupted_run(trained_run, tmp_path):
+    import multiprocessing
+
+    from awrsr.workflows import RUN_LOCK_FILE
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run_dir)
+    (run_dir / "metrics.json").unlink()  # looks interrupted: last.ckpt, no metrics
+    holding, release = multiprocessing.Event(), multiprocessing.Event()
+    holder = multiprocessing.get_context("fork").Process(target=_hold_lock, args=(run_dir / RUN_LOCK_FILE, holding, release))
+    holder.start()
+    try:
+        assert holding.wait(30)
+        with pytest.raises(ArtifactError, match="another process is training into this directory"):
+            fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+    finally:
+        release.set()
+        holder.join(30)
+
+
+def _hold_lock(path, holding, release):
+    from filelock import FileLock
+
+    with FileLock(path):
+        holding.set()
+        release.wait(30)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

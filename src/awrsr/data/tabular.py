@@ -25,7 +25,7 @@ def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
     """Read a ``csv``, ``tsv`` or ``parquet`` file into the interaction frame.
 
     Parquet columns keep their own types. CSV/TSV ids are read as text and become integers only
-    when every value is written as one canonically (``7``, not ``007`` or ``+7``).
+    when every value is written as one canonically (``7`` or ``7.0``, not ``007`` or ``+7``).
     """
     if fmt == "parquet":
         return _from_columns(_read(path, fmt, lambda: pl.read_parquet(path)), config, str(path), None)
@@ -60,9 +60,11 @@ def _read_text_table(path: Path, sep: str, config: DataConfig) -> pl.DataFrame:
 
 
 def _canonical_ints(series: pl.Series) -> pl.Series:
-    """Int64 if every value is an integer written canonically (``str(int(x)) == x``), else unchanged."""
-    ints = series.cast(pl.Int64, strict=False)
-    same = ((ints.cast(pl.String) == series) | series.is_null()).fill_null(False)
+    """Int64 if every value is an integer written canonically (``str(int(x)) == x``, or ``x.0`` as
+    pandas writes an integer column with gaps), else unchanged."""
+    text = series.str.replace(r"^(-?(?:0|[1-9][0-9]*))\.0+$", "${1}")
+    ints = text.cast(pl.Int64, strict=False)
+    same = ((ints.cast(pl.String) == text) | series.is_null()).fill_null(False)
     return ints if same.all() else series
 
 

@@ -90,7 +90,8 @@ def run_or_reuse(
         resume = (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file()
         if resume:
             console.print(f"[dim]{run_dir}: continuing the interrupted run from its last checkpoint[/dim]")
-        return fit(**{**resolved, "resume": resume}, console=console, print_test=print_test).metrics
+        # No readable metrics.json and no checkpoint: whatever is there is a run that never finished.
+        return fit(**{**resolved, "resume": resume, "overwrite": not resume}, console=console, print_test=print_test).metrics
     finally:
         lock.release()
 

@@ -27,7 +27,7 @@ import yaml
 from rich.console import Console
 from rich.progress import Progress
 
-from awrsr.errors import ConfigError
+from awrsr.errors import ConfigError, TrainingDiverged
 from awrsr.experiments.runs import known_keys, run_or_reuse
 from awrsr.files import csv_text, write_text_atomic
 
@@ -88,7 +88,7 @@ def run_tune(
                 try:
                     # validation only on screen: a tune must not invite a look at the test scores
                     metrics = run_or_reuse(config, {**(extra or {}), **params}, run_dir, console, wait, print_test=False)
-                except ConfigError as err:  # an impossible combination (e.g. 64 not divisible by 3 heads)
+                except (ConfigError, TrainingDiverged) as err:  # an impossible combination (e.g. 64 not divisible by 3 heads), or a learning rate too high
                     console.print(f"[yellow]skipped {params}: {err}[/yellow]")
                     done.add(run_dir.name)
                     progress.advance(task)

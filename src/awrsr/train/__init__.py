@@ -1,6 +1,11 @@
 """Training: batches, the Lightning module, callbacks, and the trainer wiring."""
 
+from typing import TYPE_CHECKING
+
 from awrsr.train.config import TrainConfig
+
+if TYPE_CHECKING:  # for type checkers; at run time they load on first use (below)
+    from awrsr.train.trainer import TrainingOutcome, train_model
 
 __all__ = ["TrainConfig", "TrainingOutcome", "train_model"]
 
@@ -13,3 +18,7 @@ def __getattr__(name: str):
 
         return getattr(trainer, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "TrainingOutcome", "train_model"])

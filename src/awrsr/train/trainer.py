@@ -17,7 +17,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from awrsr.data import LeaveOneOutSplit
-from awrsr.errors import ArtifactError, AwrsrError, ConfigError
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError, TrainingDiverged
 from awrsr.eval import EvalConfig, build_eval_batches
 from awrsr.train.batches import training_loader
 from awrsr.train.callbacks import (
@@ -134,9 +134,9 @@ def train_model(
             ckpt_path=resume_from if resume else None,
         )
     except FloatingPointError as err:  # raised by validation when the weights have blown up
-        raise AwrsrError(
-            f"training diverged in epoch {trainer.current_epoch + 1} ({err}); lower train.lr (now {train.lr}) "
-            "or check the data"
+        raise TrainingDiverged(
+            f"training diverged in epoch {trainer.current_epoch + 1} ({err}); start afresh with a lower "
+            f"train.lr (now {train.lr}) and --overwrite true (or another output_dir), or check the data"
         ) from None
     if resume:  # Lightning's logger started the file afresh
         merge_logs(checkpoint_dir / EARLIER_LOG, run_dir / LOG_FILE)
