@@ -74,3 +74,17 @@ def trained_run(tmp_path_factory):
 
     run_dir = tmp_path_factory.mktemp("run") / "sasrec"
     return fit(**tiny_run_config(run_dir), console=Console(quiet=True))
+
+
+def run_cli(capsys, *argv):
+    """Run ``awrsr argv``; return (exit code, stdout, stderr). No user error may show a traceback."""
+    from awrsr.cli import main
+
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err

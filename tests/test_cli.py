@@ -4,19 +4,7 @@ import json
 
 import pytest
 
-from awrsr.cli import main
-
-
-def run_cli(capsys, *argv):
-    """Run ``awrsr argv``; return (exit code, stdout, stderr)."""
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
+from conftest import run_cli
 
 
 def test_recommend_prints_original_ids(trained_run, capsys):

@@ -7,27 +7,14 @@ import shutil
 import polars as pl
 import pytest
 import torch
-from conftest import build_tiny, tiny_run_config
+from conftest import build_tiny, run_cli, tiny_run_config
 from rich.console import Console
 
-from awrsr.cli import main
 from awrsr.data import SyntheticConfig, make_synthetic_interactions
 from awrsr.errors import ArtifactError
 from awrsr.experiments.figures import attention_case, attention_panels, draw_figures
 
 FRAME_MESSAGE = "this run was trained from a data frame; pass --data_path (or, from Python, evaluate(..., frame=...))"
-
-
-def run_cli(capsys, *argv):
-    """Run ``awrsr argv``; return (exit code, stdout, stderr)."""
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
 
 
 def interactions(num_users: int) -> pl.DataFrame:
