@@ -18,8 +18,16 @@ def test_recommend_prints_original_ids(trained_run, capsys):
 
 
 def test_evaluate_prints_the_metrics_table(trained_run, capsys):
-    code, out, _ = run_cli(capsys, "evaluate", str(trained_run.run_dir), "--split", "valid")
-    assert code == 0 and "NDCG@10" in out
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        code, out, _ = run_cli(capsys, "evaluate", str(trained_run.run_dir), "--split", "valid", "--num_threads", "1")
+        assert code == 0 and "NDCG@10" in out and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+    code, _, err = run_cli(capsys, "evaluate", str(trained_run.run_dir), "--num_threads", "0")
+    assert code == 2 and "--num_threads must be >= 1" in err
 
 
 def test_evaluate_by_history_length_partitions_the_users(trained_run, capsys):

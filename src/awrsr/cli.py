@@ -58,6 +58,7 @@ def evaluate(
     split: Literal["test", "valid"] = "test",
     filter_seen: Optional[bool] = None,
     by_length: bool = False,
+    num_threads: Optional[int] = None,
 ) -> None:
     """Score a saved model again by full ranking on its dataset.
 
@@ -68,8 +69,16 @@ def evaluate(
         split: which held-out item to rank.
         filter_seen: override the stored seen-item filter.
         by_length: also print the metrics per bucket of the users' history length.
+        num_threads: CPU threads for torch (default: torch's, every core), e.g. 1 beside other jobs.
     """
     from awrsr import workflows
+
+    if num_threads is not None:
+        if num_threads < 1:
+            raise AwrsrError(f"--num_threads must be >= 1, got {num_threads}")
+        import torch
+
+        torch.set_num_threads(num_threads)
 
     workflows.evaluate(artifact, data_path=data_path, split=split, filter_seen=filter_seen, by_length=by_length)
 
