@@ -169,7 +169,21 @@ def test_serve_refuses_a_bad_port_and_a_missing_artifact_before_listening(traine
 
 def test_abbreviated_options_are_errors_not_guesses(capsys):
     code, _, err = run_cli(capsys, "fit", "--train.max_epoch", "7", "--print_config")
-    assert code == 2 and "--train.max_epoch" in err
+    assert code == 2 and "--train.max_epoch 7 (did you mean --train.max_epochs?)" in err
+
+
+def test_a_misspelt_key_names_the_closest_one(tmp_path, capsys):
+    config = tmp_path / "typo.yaml"
+    config.write_text("model:\n  refin: simp\n")
+    code, _, err = run_cli(capsys, "fit", "--config", str(config))
+    assert code == 2 and "'model.refin' (did you mean --model.refine?)" in err
+    code, _, err = run_cli(capsys, "fit", "--zzz", "1")
+    assert code == 2 and "unrecognized arguments: --zzz 1" in err and "did you mean" not in err
+    from awrsr.errors import ConfigError
+    from awrsr.run_config import load_fit_config
+
+    with pytest.raises(ConfigError, match=r"did you mean --model\.refine\?"):  # variants files and search spaces
+        load_fit_config(["--model.refin", "simp"])
 
 
 def test_an_output_dir_that_cannot_be_made_is_one_line_naming_it(tmp_path, capsys):

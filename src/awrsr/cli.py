@@ -22,6 +22,7 @@ from awrsr.data import DataConfig
 from awrsr.errors import AwrsrError
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
+from awrsr.run_config import SuggestingParser
 from awrsr.train import TrainConfig
 
 
@@ -256,7 +257,10 @@ def main(argv: Optional[list] = None) -> None:
     try:
         # allow_abbrev=False: argparse would take --train.max_epoch for --train.max_epochs, and a
         # misspelt option must be an error, not a guess.
-        CLI([fit, evaluate, recommend, serve, stats, tune, compare, plot], args=argv, as_positional=True, allow_abbrev=False)
+        CLI(
+            [fit, evaluate, recommend, serve, stats, tune, compare, plot], args=argv, as_positional=True,
+            allow_abbrev=False, parser_class=SuggestingParser,
+        )
     except AwrsrError as err:
         print(f"awrsr: error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 from argparse import ArgumentError
 from dataclasses import asdict
 from typing import Any, Mapping, Sequence
@@ -17,13 +19,36 @@ from jsonargparse import ArgumentParser
 
 from awrsr.errors import ConfigError
 
+# How jsonargparse and argparse name an option they do not know.
+_UNKNOWN_OPTION = re.compile(r"does not accept option '([^']+)'|unrecognized arguments: --?(\S+)")
+
+
+def did_you_mean(message: str, parser: ArgumentParser) -> str:
+    """`` (did you mean --model.refine?)`` when ``message`` rejects an option close to one of
+    ``parser``'s, else ``""``."""
+    match = _UNKNOWN_OPTION.search(message)
+    if not match:
+        return ""
+    name = match.group(1) or match.group(2)
+    known = [option.lstrip("-") for action in parser._actions for option in action.option_strings if option.startswith("--")]
+    close = difflib.get_close_matches(name.lstrip("-"), known, n=1, cutoff=0.75)
+    return f" (did you mean --{close[0]}?)" if close else ""
+
+
+class SuggestingParser(ArgumentParser):
+    """jsonargparse's parser, whose errors about an unknown option name the closest known one."""
+
+    def error(self, message: str, ex: Exception | None = None):
+        parser = getattr(ex, "subcommand_parser", None) or self
+        return super().error(message + did_you_mean(message, parser), ex)
+
 
 def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     """The keyword arguments of ``awrsr.workflows.fit`` (data, model, train, evaluation,
     output_dir, resume, overwrite) from command-line style ``args`` such as ``["--config", "x.yaml", "--train.seed", "1"]``."""
     from awrsr.cli import fit
 
-    parser = ArgumentParser(exit_on_error=False, allow_abbrev=False)  # a misspelt key is an error, not a prefix
+    parser = SuggestingParser(exit_on_error=False, allow_abbrev=False)  # a misspelt key is an error, not a prefix
     parser.add_argument("--config", action="config")
     parser.add_function_arguments(fit, as_positional=False)
     try:
