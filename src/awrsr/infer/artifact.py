@@ -112,7 +112,7 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
         state = load_file(str(weights_path))
     except (SafetensorError, OSError) as err:
         raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
-    _check_state_matches(model, state, weights_path)
+    check_state_matches(model, state, weights_path)
     model.load_state_dict(state)
     model.eval()
 
@@ -150,7 +150,9 @@ def collection_error(directory: Path) -> ArtifactError | None:
     return ArtifactError(f"{directory}: {kind}, not a single run; pick one of its runs, e.g. {examples}")
 
 
-def _check_state_matches(model: nn.Module, state: dict, source: Path) -> None:
+def check_state_matches(model: nn.Module, state: dict, source: Path) -> None:
+    """An ArtifactError naming ``source`` if ``state`` (a state dict) has other tensors, or other
+    shapes, than ``model``: loading it would fail deep inside torch."""
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))

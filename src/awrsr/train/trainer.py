@@ -17,8 +17,9 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from awrsr.data import LeaveOneOutSplit
-from awrsr.errors import ArtifactError, AwrsrError, ConfigError, TrainingDiverged
+from awrsr.errors import AwrsrError, ConfigError, TrainingDiverged
 from awrsr.eval import EvalConfig, build_eval_batches
+from awrsr.infer.artifact import check_state_matches
 from awrsr.train.batches import training_loader
 from awrsr.train.callbacks import (
     EpochTimer, GradientNorm, InterruptNotice, RandomState, RelocatableModelCheckpoint, ResumableEarlyStopping,
@@ -174,18 +175,9 @@ def checkpoint_epochs(path: Path) -> int:
 
 
 def check_checkpoint_fits(path: Path, module: nn.Module) -> None:
-    """An ArtifactError naming the first differences if the checkpoint at ``path`` holds weights
-    of another shape than ``module`` (Lightning would fail deep inside load_state_dict)."""
-    stored = torch.load(path, map_location="cpu", weights_only=True).get("state_dict", {})
-    expected = module.state_dict()
-    problems = [f"{name} is missing" for name in expected if name not in stored]
-    problems += [f"{name} is not in this model" for name in stored if name not in expected]
-    problems += [
-        f"{name} has shape {tuple(stored[name].shape)}, this model's {tuple(tensor.shape)}"
-        for name, tensor in expected.items() if name in stored and stored[name].shape != tensor.shape
-    ]
-    if problems:
-        raise ArtifactError(f"{path} holds a model of another shape: {'; '.join(problems[:3])}")
+    """An ArtifactError naming ``path`` if its weights do not fit ``module`` (Lightning would fail
+    deep inside load_state_dict)."""
+    check_state_matches(module, torch.load(path, map_location="cpu", weights_only=True).get("state_dict", {}), path)
 
 
 def keep_earlier_log(log_path: Path, kept_path: Path, epochs: int) -> None:
