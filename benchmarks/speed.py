@@ -36,7 +36,7 @@ from awrsr.eval import FullRankingEvaluator, rank_batch  # noqa: E402
 from awrsr.models import ModelConfig, build_model, served_parameters  # noqa: E402
 from awrsr.nn.attention.calibrated import perturbation_parameters, recommender_parameters  # noqa: E402
 from awrsr.nn.losses import LOSSES  # noqa: E402
-from awrsr.train.module import adversarial_losses  # noqa: E402
+from awrsr.train.module import adversarial_backward  # noqa: E402
 from awrsr.train.batches import training_loader  # noqa: E402
 
 DATASETS = {
@@ -58,7 +58,7 @@ def train_epoch_seconds(
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
     model.train()
-    # AC-TSR trains adversarially: two objectives, two backward passes (as the Lightning module).
+    # AC-TSR trains adversarially: two objectives, two forward passes (as the Lightning module).
     adversary = perturbation_parameters(model)
     recommender = recommender_parameters(model)
     timed, warmup = 0, 2  # the first steps of a new model pay for allocations; they are not timed
@@ -69,15 +69,14 @@ def train_epoch_seconds(
             started = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         inputs, targets = model.training_example(sequences.to(device))
-        with autocast:
-            if adversary:
+        if adversary:  # its backward passes run between its forward passes, inside autocast as in Lightning
+            with autocast:
                 loss = lambda i, t: loss_fn(model, model(i), t)  # noqa: E731
-                recommender_loss, adversary_loss, _ = adversarial_losses(model, loss, inputs, targets, 0.1)
-            else:
-                recommender_loss = loss_fn(model, model(inputs), targets)
-        if adversary:
-            adversary_loss.backward(inputs=adversary, retain_graph=True)
-        recommender_loss.backward(inputs=recommender)
+                adversarial_backward(model, loss, inputs, targets, 0.1, adversary, recommender)
+        else:
+            with autocast:
+                loss_value = loss_fn(model, model(inputs), targets)
+            loss_value.backward()
         opt.step()
         timed += step >= warmup
         if max_steps and timed >= max_steps:

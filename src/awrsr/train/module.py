@@ -17,18 +17,33 @@ from awrsr.nn.attention.calibrated import mask_norm, perturbation_parameters, pe
 from awrsr.nn.losses import LOSSES
 
 
-def adversarial_losses(
+def adversarial_backward(
     model: nn.Module, loss: Callable[[Tensor, Tensor], Tensor], inputs: Tensor, targets: Tensor, alpha: float,
-) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
-    """AC-TSR's two objectives for one batch (eqs. 18-22): the recommender's L_P + L_C and the
-    perturbation network's -L_P + alpha L_norm, plus the parts for logging. ``loss(inputs,
-    targets)`` runs the model and the configured loss."""
+    perturbation_params: list[nn.Parameter], recommender_params: list[nn.Parameter],
+    backward: Callable[..., None] = Tensor.backward,
+) -> dict[str, Tensor]:
+    """AC-TSR's two objectives for one batch (eqs. 18-22), as gradients: the perturbation network
+    theta^P gets those of -L_P + alpha L_norm, the recommender theta those of L_P + L_C, where L_P
+    and L_C are the configured loss with the perturbed and the calibrated weights. ``loss(inputs,
+    targets)`` runs the model and the configured loss; ``backward(tensor, inputs=..., retain_graph=...)``
+    is ``Tensor.backward`` or Lightning's ``manual_backward``. Gradients accumulate into ``.grad``,
+    so zero them first. Returns the detached parts for logging.
+
+    L_P's gradient serves both networks, so its graph is traversed once (with a sign flip for
+    theta^P) instead of once per objective, and it is freed before the calibrated forward pass,
+    so the two passes' graphs are never held at once.
+    """
     with perturbed(model) as masks:
         loss_p = loss(inputs, targets)
     penalty = mask_norm(masks)
+    backward(-alpha * penalty, inputs=perturbation_params, retain_graph=True)  # theta^P: -alpha dL_norm
+    backward(loss_p, inputs=perturbation_params + recommender_params)  # theta^P: dL_P - alpha dL_norm; theta: dL_P
+    for p in perturbation_params:  # theta^P: alpha dL_norm - dL_P
+        if p.grad is not None:
+            p.grad.neg_()
     loss_c = loss(inputs, targets)
-    parts = {"loss_perturbed": loss_p, "loss_calibrated": loss_c, "mask_norm": penalty}
-    return loss_p + loss_c, -loss_p + alpha * penalty, parts
+    backward(loss_c, inputs=recommender_params)  # theta: dL_P + dL_C
+    return {"loss_perturbed": loss_p.detach(), "loss_calibrated": loss_c.detach(), "mask_norm": penalty.detach()}
 
 
 class SequentialRecommenderModule(L.LightningModule):
@@ -78,20 +93,20 @@ class SequentialRecommenderModule(L.LightningModule):
         are the configured loss with the perturbed and the calibrated weights. Both gradients are
         taken before either optimiser steps."""
         perturbation_opt, recommender_opt = self.optimizers()
-        recommender_loss, adversary_loss, parts = adversarial_losses(
-            self.model, self._loss, inputs, targets, self.adversarial_alpha
-        )
         perturbation_opt.zero_grad()
         recommender_opt.zero_grad()
-        self.manual_backward(adversary_loss, inputs=self._perturbation_params, retain_graph=True)
-        self.manual_backward(recommender_loss, inputs=self._recommender_params)
+        parts = adversarial_backward(
+            self.model, self._loss, inputs, targets, self.adversarial_alpha,
+            self._perturbation_params, self._recommender_params, backward=self.manual_backward,
+        )
         perturbation_opt.step()
         recommender_opt.step()
+        recommender_loss = parts["loss_perturbed"] + parts["loss_calibrated"]
         batch_size = inputs.shape[0]
         self.log("train/loss", recommender_loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=batch_size)
         for name, value in parts.items():
             self.log(f"train/{name}", value, on_step=False, on_epoch=True, batch_size=batch_size)
-        return recommender_loss.detach()
+        return recommender_loss
 
     def validation_step(self, batch: EvalBatch, batch_idx: int) -> None:
         # Score in float32 even under bf16-mixed training: bf16 scores would tie, and ties count
