@@ -4,6 +4,7 @@ into options and YAML configs (``--config``), and rejects unknown keys.
     awrsr fit --config configs/sasrec/ml-1m.yaml [--data.path FILE] [--train.max_epochs 50]
     awrsr evaluate runs/sasrec-ml-1m [--split valid]
     awrsr recommend runs/sasrec-ml-1m --history 1193,661,914 --k 10
+    awrsr recommend runs/sasrec-ml-1m --input events.csv --output recs.parquet   # every user of a log
     awrsr serve runs/sasrec-ml-1m --port 8000          # the same over HTTP (pip install "awrsr[serve]")
     awrsr stats --data.path ../shared/data/beauty/Beauty.txt
     awrsr tune configs/sasrec/beauty.yaml configs/search/awrsr-grid.yaml --output_dir runs/tune-beauty
@@ -19,6 +20,7 @@ from typing import List, Literal, Optional
 from jsonargparse import CLI
 
 from awrsr.data import DataConfig
+from awrsr.data.config import Format
 from awrsr.errors import AwrsrError
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
@@ -93,8 +95,21 @@ def recommend(
     exclude: str = "",
     device: str = "cpu",
     json_output: bool = False,
+    input: Optional[str] = None,
+    output: Optional[str] = None,
+    input_format: Optional[Format] = None,
+    user_col: Optional[str] = None,
+    item_col: Optional[str] = None,
+    time_col: Optional[str] = None,
+    separator: Optional[str] = None,
+    has_header: Optional[bool] = None,
+    batch_size: int = 1024,
 ) -> None:
-    """Top-k next items for a history of original item ids, oldest first.
+    """Top-k next items for a history of original item ids, oldest first, or for every user of a log.
+
+    With --history, print one list. With --input, read an interaction log (the model's own training
+    format and columns unless overridden, each user's interactions in time order, no k-core filter)
+    and write every user's top k, one row per (user, rank, item, score), to --output.
 
     Args:
         artifact: the run directory written by ``awrsr fit``.
@@ -104,7 +119,17 @@ def recommend(
         ignore_unknown: skip ids the model does not know instead of failing.
         exclude: comma-separated item ids never to recommend; ids the model does not know are skipped.
         device: where to score: cpu, cuda, cuda:N, mps, or auto (the first GPU if there is one).
-        json_output: print JSON instead of a table.
+        json_output: print JSON instead of a table (--history only).
+        input: an interaction log (csv, tsv, parquet, whitespace or movielens file): recommend for each of its users.
+        output: where --input's recommendations go; the suffix picks the format: .csv, .tsv, .parquet,
+            .jsonl (default: CSV on standard output).
+        input_format: the log's format (default: as the model was trained).
+        user_col: the log's user column (default: as the model was trained).
+        item_col: the log's item column (default: as the model was trained).
+        time_col: the log's timestamp column (default: as the model was trained).
+        separator: the log's csv/tsv separator (default: as the model was trained).
+        has_header: whether the log's first line names its columns (default: as the model was trained).
+        batch_size: users scored at once with --input.
     """
     from rich.console import Console
     from rich.table import Table
@@ -112,11 +137,25 @@ def recommend(
     from awrsr.infer import Recommender
 
     items = [token.strip() for token in history.split(",") if token.strip()]
+    excluded = [token.strip() for token in exclude.split(",") if token.strip()]
+    reading = dict(
+        format=input_format, user_col=user_col, item_col=item_col, time_col=time_col, separator=separator,
+        has_header=has_header,
+    )
+    if input is not None:
+        if items:
+            raise AwrsrError("give either --history or --input, not both")
+        if json_output:
+            raise AwrsrError("--json_output is for --history; with --input, write JSON lines with --output recs.jsonl")
+        _recommend_log(artifact, input, output, k, include_seen, ignore_unknown, excluded, device, reading, batch_size)
+        return
+    given = [f"--{name}" for name, value in {"output": output, **reading}.items() if value is not None]
+    if given:
+        raise AwrsrError(f"{', '.join(given)} only apply with --input (a log to score)")
     if not items:
-        raise AwrsrError("--history is empty; give comma-separated item ids, e.g. 1193,661,914")
+        raise AwrsrError("--history is empty; give comma-separated item ids, e.g. 1193,661,914, or a log with --input")
     recs = Recommender.load(artifact, device=device).recommend(
-        items, k=k, exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error",
-        exclude=[token.strip() for token in exclude.split(",") if token.strip()],
+        items, k=k, exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error", exclude=excluded,
     )
     if json_output:
         print(json.dumps([{"item": r.item, "score": r.score} for r in recs]))
@@ -128,6 +167,39 @@ def recommend(
     for rank, rec in enumerate(recs, 1):
         table.add_row(str(rank), str(rec.item), f"{rec.score:.4f}")
     Console().print(table)
+
+
+def _recommend_log(
+    artifact: str, input: str, output: Optional[str], k: int, include_seen: bool, ignore_unknown: bool,
+    exclude: list, device: str, reading: dict, batch_size: int,
+) -> None:
+    from rich.console import Console
+
+    from awrsr.infer import Recommender, load_artifact, recommend_log, write_recommendations
+    from awrsr.infer.batch import check_output_path, log_data_config
+
+    if output is not None:
+        check_output_path(output)  # before the log is read and scored
+    loaded = load_artifact(artifact)
+    data = log_data_config(loaded.config.get("data"), input, **reading)
+    result = recommend_log(
+        Recommender.from_artifact(loaded, device=device), input, data, k=k, exclude_seen=not include_seen,
+        unknown="ignore" if ignore_unknown else "error", exclude=exclude, batch_size=batch_size,
+    )
+    console = Console(stderr=True)
+    if output is None:
+        sys.stdout.write(result.frame.write_csv())
+    else:
+        write_recommendations(result.frame, output)
+    console.print(f"top {k} for {result.users:,} users ({result.frame.height:,} rows) -> {output or 'standard output'}")
+    if result.skipped_users:
+        examples = ", ".join(map(str, result.skipped_users[:5])) + (", ..." if len(result.skipped_users) > 5 else "")
+        console.print(f"[yellow]{len(result.skipped_users):,} users have no item the model knows and got none: {examples}[/yellow]")
+    if result.unknown_interactions:
+        console.print(
+            f"[yellow]left out {result.unknown_interactions:,} interactions with {len(result.unknown_items):,} "
+            "item ids the model does not know[/yellow]"
+        )
 
 
 def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu") -> None:

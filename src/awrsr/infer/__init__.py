@@ -1,6 +1,16 @@
-"""Saved artifacts and recommendations for new histories."""
+"""Saved artifacts, recommendations for new histories, and batch scoring of whole logs."""
 
 from awrsr.infer.artifact import LoadedArtifact, load_artifact, save_artifact
+from awrsr.infer.batch import LogRecommendations, recommend_log, write_recommendations
 from awrsr.infer.recommender import Recommendation, Recommender
 
-__all__ = ["LoadedArtifact", "Recommendation", "Recommender", "load_artifact", "save_artifact"]
+__all__ = [
+    "LoadedArtifact",
+    "LogRecommendations",
+    "Recommendation",
+    "Recommender",
+    "load_artifact",
+    "recommend_log",
+    "save_artifact",
+    "write_recommendations",
+]

@@ -12,7 +12,7 @@ from torch import nn
 from awrsr.data import Sequences, Vocabulary
 from awrsr.errors import ConfigError, UnknownItemError
 from awrsr.eval import mask_items
-from awrsr.infer.artifact import load_artifact
+from awrsr.infer.artifact import LoadedArtifact, load_artifact
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -56,7 +56,11 @@ class Recommender:
     def load(cls, path: str | Path, device: str | torch.device = "cpu") -> "Recommender":
         """The artifact written by ``awrsr fit`` in ``path``, scoring on ``device`` (cpu, cuda,
         cuda:N, mps, or auto for the first GPU if there is one)."""
-        artifact = load_artifact(path)
+        return cls.from_artifact(load_artifact(path), device=device)
+
+    @classmethod
+    def from_artifact(cls, artifact: LoadedArtifact, device: str | torch.device = "cpu") -> "Recommender":
+        """The recommender of an artifact already loaded (``awrsr.infer.load_artifact``)."""
         return cls(artifact.model, artifact.vocab, artifact.model_config.max_len, device=device)
 
     def recommend(

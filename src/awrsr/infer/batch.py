@@ -1,0 +1,189 @@
+"""Offline batch scoring: the top-k next items for every user of an interaction log, as one table.
+
+The log is read like training data (``awrsr.data``: any supported file or frame, each user's
+interactions in time order, the duplicates policy), but nothing is held out and no k-core filter
+runs: every user whose history holds an item the model knows gets recommendations from their
+whole history, exactly as ``Recommender.recommend`` would give them one by one.
+
+    >>> recs = recommend_log(Recommender.load("runs/sasrec-ml-1m"), "events.csv", data, k=10)  # doctest: +SKIP
+    >>> recs.frame.columns  # doctest: +SKIP
+    ['user', 'rank', 'item', 'score']
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+import numpy as np
+import polars as pl
+import torch
+
+from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
+from awrsr.data.preprocess import drop_duplicates, sort_chronologically
+from awrsr.errors import ConfigError, DataError
+from awrsr.eval import mask_items
+from awrsr.files import write_bytes_atomic
+from awrsr.infer.recommender import Recommender
+
+OUTPUT_FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
+
+
+@dataclass
+class UserHistories:
+    """Each user's known items (model indices, time order) and what had to be left out."""
+
+    users: pl.Series  # original user ids of the rows of ``histories``, in order of first appearance
+    histories: Sequences
+    skipped_users: list[Any] = field(default_factory=list)  # users none of whose items the model knows
+    unknown_interactions: int = 0  # interactions left out because the model does not know their item
+    unknown_items: list[Any] = field(default_factory=list)  # those distinct item ids, first seen first
+
+
+@dataclass
+class LogRecommendations:
+    """``frame``: one row per (user, rank) with columns user, rank (1 = best), item, score; users
+    in order of first appearance in the log. The other fields say what was left out."""
+
+    frame: pl.DataFrame
+    users: int
+    skipped_users: list[Any]
+    unknown_interactions: int
+    unknown_items: list[Any]
+
+
+def read_user_histories(
+    source: Any, data: DataConfig, vocab: Vocabulary, unknown: Literal["error", "ignore"] = "error",
+) -> UserHistories:
+    """The log ``source`` (a path or a polars/pandas frame, read with ``data``'s format, columns and
+    duplicates policy) as one history of model indices per user.
+
+    An item the model does not know is an error naming how many there are, unless ``unknown`` is
+    "ignore": then those interactions are left out, and users left with nothing are reported."""
+    where = f"{source}: " if isinstance(source, (str, Path)) else ""
+    frame = drop_duplicates(sort_chronologically(read_interactions(source, data)), data.duplicates)
+    keys = [str(x) for x in vocab.ids]
+    frame = frame.with_columns(
+        pl.col("item").cast(pl.Utf8).replace_strict(keys, range(1, len(keys) + 1), default=0, return_dtype=pl.Int64)
+        .alias("index")
+    )
+    unknown_rows = frame.filter(pl.col("index") == 0)
+    unknown_items = unknown_rows.get_column("item").unique(maintain_order=True).to_list()
+    if unknown_items and unknown == "error":
+        examples = ", ".join(repr(x) for x in unknown_items[:5]) + (", ..." if len(unknown_items) > 5 else "")
+        raise DataError(
+            f"{where}{unknown_rows.height} interaction(s) name {len(unknown_items)} item id(s) the model does not "
+            f"know ({examples}); items dropped by the k-core filter at training time are unknown too. "
+            "Skip them with ignore_unknown (--ignore_unknown true)."
+        )
+    all_users = frame.get_column("user").unique(maintain_order=True)
+    known = frame.filter(pl.col("index") > 0)
+    counts = known.group_by("user", maintain_order=True).len()  # the frame is grouped by user already
+    users = counts.get_column("user")
+    offsets = np.zeros(counts.height + 1, dtype=np.int64)
+    np.cumsum(counts.get_column("len").to_numpy(), out=offsets[1:])
+    skipped = all_users.filter(~all_users.is_in(users)).to_list() if len(users) < len(all_users) else []
+    return UserHistories(
+        users, Sequences(offsets, known.get_column("index").to_numpy()), skipped, unknown_rows.height, unknown_items,
+    )
+
+
+@torch.no_grad()
+def top_k(
+    recommender: Recommender, histories: Sequences, k: int, exclude_seen: bool = True,
+    exclude: Iterable[Any] = (), batch_size: int = 1024,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, k) score columns and scores of each history's best items, best first; -inf marks a
+    slot with no item left (every item seen or excluded). Histories are scored in batches of
+    similar length, so that each batch runs the model on the narrowest window that holds it."""
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    model, device, vocab = recommender.model, recommender.device, recommender.vocab
+    excluded = [x for x in exclude if x in vocab]
+    excluded_cols = torch.from_numpy(vocab.encode(excluded) - 1).to(device) if excluded else None
+    k = min(k, len(vocab))
+    order = np.argsort(histories.lengths, kind="stable")
+    cols = np.empty((len(histories), k), dtype=np.int64)
+    scores = np.empty((len(histories), k), dtype=np.float32)
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        batch = histories.select(rows)
+        batch_scores = model.score_next(torch.from_numpy(batch.to_padded(recommender.max_len)).to(device)).float()
+        if exclude_seen:
+            seen_rows = torch.from_numpy(np.repeat(np.arange(len(rows)), batch.lengths)).to(device)
+            batch_scores = mask_items(batch_scores, seen_rows, torch.from_numpy(batch.items - 1).to(device))
+        if excluded_cols is not None:
+            batch_scores[:, excluded_cols] = float("-inf")
+        best_scores, best_cols = batch_scores.topk(k, dim=1)
+        if torch.isnan(best_scores).any() or torch.isposinf(best_scores).any():
+            raise FloatingPointError("the model produced non-finite scores; its recommendations are meaningless")
+        cols[rows], scores[rows] = best_cols.cpu().numpy(), best_scores.cpu().numpy()
+    return cols, scores
+
+
+def recommend_log(
+    recommender: Recommender, source: Any, data: DataConfig, k: int = 10, exclude_seen: bool = True,
+    unknown: Literal["error", "ignore"] = "error", exclude: Iterable[Any] = (), batch_size: int = 1024,
+) -> LogRecommendations:
+    """The top-k next items for every user of the log ``source`` (see ``read_user_histories``),
+    as a long table: user, rank, item, score."""
+    if isinstance(exclude, (str, bytes)):
+        raise ConfigError("exclude takes a list of item ids, not a single string")
+    read = read_user_histories(source, data, recommender.vocab, unknown)
+    cols, scores = top_k(recommender, read.histories, k, exclude_seen, exclude, batch_size)
+    kept = np.isfinite(scores)  # -inf: fewer than k items were left to recommend
+    row_of, rank_of = np.nonzero(kept)  # row-major: users in log order, each best first
+    item_ids = pl.Series("item", recommender.vocab.ids)
+    frame = pl.DataFrame({
+        "user": read.users.gather(row_of),
+        "rank": pl.Series(rank_of + 1, dtype=pl.Int32),
+        "item": item_ids.gather(cols[kept]),
+        "score": scores[kept],
+    })
+    return LogRecommendations(frame, len(read.users), read.skipped_users, read.unknown_interactions, read.unknown_items)
+
+
+def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) -> DataConfig:
+    """How to read a log for a model: the reading options it was trained with (a run's stored
+    ``data`` section: format, columns, separator, header, duplicates policy), the given overrides
+    where not None, and ``path``. The k-core thresholds do not apply to scoring."""
+    values = {key: value for key, value in (stored or {}).items() if key not in ("synthetic", "path")}
+    values.update({key: value for key, value in overrides.items() if value is not None})
+    try:
+        return DataConfig(**{**values, "path": path})
+    except TypeError as err:  # a stored config from another version of awrsr
+        raise ConfigError(f"the model's stored data settings: {err}") from None
+
+
+def check_output_path(path: str | Path) -> Path:
+    """``path`` as a place ``write_recommendations`` can write: a known suffix in an existing directory."""
+    path = Path(path).expanduser()
+    suffix = path.suffix.lower()
+    if suffix not in OUTPUT_FORMATS:
+        raise ConfigError(
+            f"output {path}: the suffix picks the format, one of {', '.join(OUTPUT_FORMATS)}; got {suffix or 'none'!r}"
+        )
+    if not path.parent.is_dir():
+        raise ConfigError(f"output {path}: the directory {path.parent} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"output {path}: is a directory")
+    return path
+
+
+def write_recommendations(frame: pl.DataFrame, path: str | Path) -> None:
+    """Write ``frame`` as CSV, TSV, Parquet or JSON lines, by the suffix of ``path``; atomically, so
+    that a reader never sees half a file."""
+    path = check_output_path(path)
+    suffix = path.suffix.lower()
+    buffer = io.BytesIO()
+    if suffix == ".parquet":
+        frame.write_parquet(buffer)
+    elif suffix in (".jsonl", ".ndjson"):
+        frame.write_ndjson(buffer)
+    else:
+        frame.write_csv(buffer, separator="\t" if suffix == ".tsv" else ",")
+    write_bytes_atomic(path, buffer.getvalue())

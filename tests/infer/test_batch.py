@@ -1,0 +1,155 @@
+"""Batch scoring of a whole log (``awrsr recommend --input``): every user gets what
+``Recommender.recommend`` gives their history alone, and what cannot be scored is reported."""
+
+import polars as pl
+import pytest
+
+from awrsr.data import DataConfig, Vocabulary
+from awrsr.errors import ConfigError, DataError
+from awrsr.infer import Recommender, recommend_log, write_recommendations
+from awrsr.infer.batch import log_data_config, read_user_histories
+from conftest import run_cli
+
+# Three users; rows deliberately out of time order, and user "u2" interleaved with "u1".
+LOG = pl.DataFrame({
+    "user_id": ["u1", "u2", "u1", "u3", "u1", "u2", "u3"],
+    "item_id": [5, 9, 3, 11, 7, 2, 4],
+    "ts": [30, 5, 10, 1, 20, 1, 2],
+})
+HISTORIES = {"u1": [3, 7, 5], "u2": [2, 9], "u3": [11, 4]}  # each user's items by time
+
+
+@pytest.fixture(scope="module")
+def recommender(trained_run):
+    return Recommender.load(trained_run.run_dir)
+
+
+@pytest.fixture()
+def log_file(tmp_path):
+    path = tmp_path / "events.csv"
+    LOG.write_csv(path)
+    return path
+
+
+def _per_user(frame: pl.DataFrame) -> dict:
+    return {user: group.sort("rank") for (user,), group in frame.group_by("user", maintain_order=True)}
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 1024])
+def test_each_user_gets_what_recommend_gives_their_history_alone(recommender, log_file, batch_size):
+    data = DataConfig(path=str(log_file), time_col="ts")
+    result = recommend_log(recommender, log_file, data, k=6, batch_size=batch_size)
+    assert result.frame.columns == ["user", "rank", "item", "score"]
+    assert result.frame.get_column("user").unique(maintain_order=True).to_list() == ["u1", "u2", "u3"]
+    assert result.users == 3 and result.skipped_users == [] and result.unknown_interactions == 0
+    for user, group in _per_user(result.frame).items():
+        alone = recommender.recommend(HISTORIES[user], k=6)
+        assert group.get_column("rank").to_list() == list(range(1, 7))
+        assert group.get_column("item").to_list() == [r.item for r in alone]
+        assert group.get_column("score").to_list() == pytest.approx([r.score for r in alone], abs=1e-5)
+        assert not set(HISTORIES[user]) & set(group.get_column("item").to_list())
+
+
+def test_without_a_time_column_file_order_is_time_order(recommender, log_file):
+    result = recommend_log(recommender, log_file, DataConfig(path=str(log_file)), k=3)  # u1 read as 5, 3, 7
+    expected = recommender.recommend([5, 3, 7], k=3)
+    assert _per_user(result.frame)["u1"].get_column("item").to_list() == [r.item for r in expected]
+
+
+def test_exclusions_seen_items_and_a_k_beyond_the_catalogue(recommender, log_file):
+    data = DataConfig(path=str(log_file), time_col="ts")
+    top = recommend_log(recommender, log_file, data, k=4).frame
+    blocked = top.filter(pl.col("rank") == 1).get_column("item").to_list()
+    without = recommend_log(recommender, log_file, data, k=4, exclude=[*blocked, "not-an-item"]).frame
+    assert not set(blocked) & set(without.get_column("item").to_list())
+    every = recommend_log(recommender, log_file, data, k=1000, exclude_seen=True).frame
+    num_items = len(recommender.vocab)
+    counts = every.group_by("user", maintain_order=True).len().get_column("len").to_list()
+    assert counts == [num_items - len(HISTORIES[u]) for u in ("u1", "u2", "u3")]  # only real items, no -inf rows
+    with_seen = recommend_log(recommender, log_file, data, k=1000, exclude_seen=False).frame
+    assert with_seen.height == 3 * num_items
+
+
+def test_unknown_items_are_an_error_naming_the_file_unless_ignored(recommender, tmp_path):
+    log = tmp_path / "new.csv"
+    pl.DataFrame({"user_id": ["a", "a", "b", "c"], "item_id": [1, 99999, 99998, 2]}).write_csv(log)
+    with pytest.raises(DataError, match=r"new.csv: 2 interaction\(s\) name 2 item id\(s\).*99999, 99998.*ignore_unknown"):
+        recommend_log(recommender, log, DataConfig(path=str(log)))
+    result = recommend_log(recommender, log, DataConfig(path=str(log)), k=2, unknown="ignore")
+    assert result.skipped_users == ["b"] and result.users == 2
+    assert result.unknown_interactions == 2 and result.unknown_items == [99999, 99998]
+    assert result.frame.get_column("user").unique(maintain_order=True).to_list() == ["a", "c"]
+    assert _per_user(result.frame)["a"].get_column("item").to_list() == [r.item for r in recommender.recommend([1], k=2)]
+
+
+def test_ids_are_matched_as_the_vocabulary_stores_them(tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text("user_id,item_id\nx,b\nx,a\ny,zz\ny,c\n")
+    read = read_user_histories(log, DataConfig(path=str(log)), Vocabulary(["a", "b", "c"]), unknown="ignore")
+    assert read.users.to_list() == ["x", "y"]
+    assert read.histories.to_lists() == [[2, 1], [3]]
+    assert read.unknown_items == ["zz"]
+    padded = tmp_path / "padded.csv"
+    padded.write_text("user_id,item_id\n1,007\n1,7\n")  # text ids: "007" is not item 7
+    read = read_user_histories(padded, DataConfig(path=str(padded)), Vocabulary([7, 8]), unknown="ignore")
+    assert read.histories.to_lists() == [[1]] and read.unknown_items == ["007"]
+
+
+def test_the_log_is_read_with_the_models_own_settings_unless_overridden():
+    stored = {"path": "train.csv", "format": "csv", "user_col": "visitor", "item_col": "product", "time_col": "ts",
+              "duplicates": "consecutive", "min_user_interactions": 5, "synthetic": {"num_users": 3}}
+    config = log_data_config(stored, "new.csv", item_col="sku", time_col=None)
+    assert (config.path, config.format, config.user_col, config.item_col, config.time_col, config.duplicates) == (
+        "new.csv", "csv", "visitor", "sku", "ts", "consecutive"
+    )
+    with pytest.raises(ConfigError, match="stored data settings"):
+        log_data_config({"colour": "red"}, "new.csv")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet", ".jsonl"])
+def test_written_recommendations_read_back_the_same(tmp_path, suffix):
+    frame = pl.DataFrame({"user": ["u1", "u1"], "rank": pl.Series([1, 2], dtype=pl.Int32), "item": [4, 9], "score": [0.5, 0.25]})
+    path = tmp_path / f"recs{suffix}"
+    write_recommendations(frame, path)
+    read = {
+        ".csv": lambda: pl.read_csv(path), ".tsv": lambda: pl.read_csv(path, separator="\t"),
+        ".parquet": lambda: pl.read_parquet(path), ".jsonl": lambda: pl.read_ndjson(path),
+    }[suffix]()
+    assert read.cast(frame.schema).equals(frame)
+
+
+@pytest.mark.parametrize("name, expected", [("recs.xlsx", "suffix picks the format"), ("missing/recs.csv", "does not exist")])
+def test_bad_output_paths_are_refused(tmp_path, name, expected):
+    with pytest.raises(ConfigError, match=expected):
+        write_recommendations(pl.DataFrame({"user": [1]}), tmp_path / name)
+
+
+def test_cli_scores_a_log_into_a_file(trained_run, log_file, tmp_path, capsys):
+    out = tmp_path / "recs.parquet"
+    code, stdout, stderr = run_cli(
+        capsys, "recommend", str(trained_run.run_dir), "--input", str(log_file), "--time_col", "ts", "--output", str(out),
+        "--k", "3", "--exclude", "1,2",
+    )
+    assert code == 0 and "top 3 for 3 users (9 rows)" in stderr and stdout == ""
+    frame = pl.read_parquet(out)
+    assert frame.height == 9 and not {1, 2} & set(frame.get_column("item").to_list())
+    code, stdout, _ = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log_file), "--k", "2")
+    assert code == 0 and stdout.splitlines()[0] == "user,rank,item,score" and len(stdout.splitlines()) == 7
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["--history", "1,2", "--input", "LOG"], "either --history or --input"),
+        (["--history", "1,2", "--output", "recs.csv"], "--output only apply with --input"),
+        (["--history", "1,2", "--user_col", "visitor"], "--user_col only apply with --input"),
+        (["--input", "LOG", "--json_output", "true"], "--json_output is for --history"),
+        (["--input", "LOG", "--output", "recs.xlsx"], "suffix picks the format"),
+        (["--input", "LOG", "--item_col", "sku"], "sku"),
+        ([], "--history is empty"),
+    ],
+)
+def test_cli_refuses_mixed_or_bad_options_in_one_line(trained_run, log_file, capsys, extra, expected):
+    argv = [str(log_file) if a == "LOG" else a for a in extra]
+    code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), *argv)
+    assert code == 2 and expected in stderr
