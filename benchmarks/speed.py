@@ -126,6 +126,9 @@ def main() -> None:
     parser.add_argument(
         "--variants-file", help="YAML of named model variants (configs/compare/*.yaml); replaces --refinements",
     )
+    parser.add_argument(
+        "--group-by-length", action="store_true", help="batches of similar history lengths (train.group_by_length)",
+    )
     parser.add_argument("--parameters-only", action="store_true", help="count parameters (trained, served); time nothing")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (a GPU: models, batches and evaluation there)")
     parser.add_argument(
@@ -151,7 +154,7 @@ def main() -> None:
         dataset = load_sequence_data(DataConfig(path=str(path)))
         split = leave_one_out(dataset)
         for max_len in args.max_len or [default_len]:
-            loader = training_loader(split.train, max_len, batch_size=128, seed=0)
+            loader = training_loader(split.train, max_len, batch_size=128, seed=0, group_by_length=args.group_by_length)
             evaluator = FullRankingEvaluator(split.test, max_len, batch_size=256)
             for precision in args.precision:
                 for variant, (options, loss) in variants.items():
@@ -163,7 +166,7 @@ def main() -> None:
                         "model": variant, "loss": loss, "parameters": sum(p.numel() for p in model.parameters()),
                         # what recommending touches: less than the above for AC-TSR-lite (no calibrators)
                         "served_parameters": served_parameters(model, max_len, dataset.num_items),
-                        "precision": precision, "batches": len(loader),
+                        "precision": precision, "batches": len(loader), "group_by_length": args.group_by_length,
                     }
                     if not args.parameters_only:
                         epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps, loss, device)

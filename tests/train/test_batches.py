@@ -1,8 +1,11 @@
+import numpy as np
+import pytest
 import torch
+from conftest import tiny_run_config
 
 from awrsr.data import Sequences
 from awrsr.models import ModelConfig, build_model
-from awrsr.train.batches import training_loader, training_sequences
+from awrsr.train.batches import balanced_cuts, training_loader, training_sequences
 
 
 def test_training_sequences_and_next_item_examples_by_hand():
@@ -53,3 +56,79 @@ def test_making_a_batch_iterator_leaves_the_global_rng_alone():
     torch.manual_seed(0)
     iter(loader)
     assert torch.equal(torch.get_rng_state(), torch.manual_seed(0).get_state())
+
+
+# --- batches of similar history lengths (train.group_by_length) --------------------------------
+
+
+def _mixed_lengths(users: int = 300, seed: int = 0) -> Sequences:
+    rng = np.random.default_rng(seed)
+    return Sequences.from_lists([list(range(1, 2 + int(n))) for n in rng.integers(1, 20, users)])  # 2-20 items: windows of 21 are rarely full
+
+
+def _epoch(loader, epoch: int) -> list[torch.Tensor]:
+    loader.batch_sampler.sampler.set_epoch(epoch)  # where Lightning sets it
+    return [b[0] for b in loader]
+
+
+def test_grouped_batches_cover_every_user_once_in_as_many_batches_as_plain_batching():
+    train = _mixed_lengths()
+    plain = training_loader(train, 20, 16, seed=3)
+    grouped = training_loader(train, 20, 16, seed=3, group_by_length=True)
+    batches = _epoch(grouped, 0)
+    assert len(batches) == len(grouped) == len(plain)
+    everyone = torch.cat([b for b in _epoch(plain, 0)])
+    assert sorted(map(tuple, torch.cat(batches).tolist())) == sorted(map(tuple, everyone.tolist()))
+
+
+def test_grouped_batches_pad_less_and_hold_about_equal_real_positions():
+    train = _mixed_lengths()
+    plain, grouped = (training_loader(train, 20, 16, seed=3, group_by_length=g) for g in (False, True))
+
+    def padded_slots(batches):  # what the model computes on: each batch's rows x its longest window
+        return sum(len(b) * int((b != 0).sum(dim=1).max()) for b in batches)
+
+    batches = _epoch(grouped, 0)
+    assert padded_slots(batches) < 0.75 * padded_slots(_epoch(plain, 0))
+    positions = [int((b != 0).sum()) for b in batches]
+    mean = sum(positions) / len(positions)
+    assert max(positions) - min(positions) <= 21 + 1  # at most about one window apart (n + 1 = 21 slots)
+    assert abs(mean - (train.lengths.clip(max=21)[train.lengths >= 2].sum() / len(batches))) < 1e-9
+    # Within a pool, batches are runs of the length-sorted users: their length ranges do not interleave.
+    spans = sorted(((b != 0).sum(dim=1).min().item(), (b != 0).sum(dim=1).max().item()) for b in batches)
+    assert all(high <= next_low for (_, high), (next_low, _) in zip(spans, spans[1:]))
+
+
+def test_grouped_batches_depend_only_on_seed_and_epoch():
+    train = _mixed_lengths()
+    loader = training_loader(train, 20, 16, seed=3, group_by_length=True)
+    first, second = _epoch(loader, 0), _epoch(loader, 1)
+    assert [b.tolist() for b in first] != [b.tolist() for b in second]
+    fresh = training_loader(train, 20, 16, seed=3, group_by_length=True)
+    assert [b.tolist() for b in _epoch(fresh, 1)] == [b.tolist() for b in second]  # a resumed run replays it
+    other = training_loader(train, 20, 16, seed=4, group_by_length=True)
+    assert [b.tolist() for b in _epoch(other, 0)] != [b.tolist() for b in first]
+
+
+@pytest.mark.parametrize("lengths, parts", [([5, 1, 1, 1], 3), ([30, 30, 2, 2, 2], 5), ([3, 2, 2, 1], 1), ([7] * 9, 4)])
+def test_balanced_cuts_give_non_empty_parts(lengths, parts):
+    cuts = balanced_cuts(np.array(lengths), parts)
+    pieces = np.split(np.array(lengths), cuts)
+    assert len(pieces) == parts and all(len(p) for p in pieces)
+
+
+def test_a_fit_with_grouped_batches_trains_and_resumes_like_any_other(tmp_path):
+    from rich.console import Console
+
+    from awrsr.workflows import fit
+
+    config = tiny_run_config(tmp_path / "grouped", group_by_length=True, max_epochs=4, patience=4)
+    result = fit(**config, console=Console(quiet=True))
+    m = result.metrics
+    assert m["test"]["ndcg@10"] > m["popularity"]["test"]["ndcg@10"]
+    # Two epochs, then two more from the checkpoint, give the uninterrupted run's history exactly.
+    split = tiny_run_config(tmp_path / "split", group_by_length=True, max_epochs=2, patience=4)
+    fit(**split, console=Console(quiet=True))
+    again = tiny_run_config(tmp_path / "split", group_by_length=True, max_epochs=4, patience=4)
+    resumed = fit(**again, console=Console(quiet=True), resume=True)
+    assert resumed.metrics["valid"] == m["valid"] and resumed.metrics["test"] == m["test"]

@@ -19,6 +19,9 @@ class TrainConfig:
         num_negatives: negatives per position; None means 1 for bce and stosa, 100 for sampled_softmax.
         pvn_weight: weight of STOSA's positive-vs-negative hinge (loss stosa).
         batch_size: users per training batch.
+        group_by_length: batch users of similar history lengths (same number of batches, each with
+            about the same number of real positions): less padding, so faster training on data with
+            long and short histories mixed; it changes which users share a batch.
         lr: Adam learning rate.
         weight_decay: L2 penalty (Adam weight_decay).
         max_epochs: most epochs to train.
@@ -39,6 +42,7 @@ class TrainConfig:
     num_negatives: int | None = None  # None -> 1 for bce, 100 for sampled_softmax
     pvn_weight: float = 0.0  # loss "stosa": weight of STOSA's positive-vs-negative hinge
     batch_size: int = 128
+    group_by_length: bool = False  # batches of similar history lengths: less padding (train/batches.py)
     lr: float = 1e-3
     weight_decay: float = 0.0  # L2 penalty, as Adam's weight_decay
     max_epochs: int = 200

@@ -130,7 +130,9 @@ def train_model(
     try:
         trainer.fit(
             module,
-            train_dataloaders=training_loader(split.train, max_len, train.batch_size, train.seed),
+            train_dataloaders=training_loader(
+                split.train, max_len, train.batch_size, train.seed, group_by_length=train.group_by_length
+            ),
             val_dataloaders=DataLoader(val_batches, batch_size=None),
             ckpt_path=resume_from if resume else None,
         )
