@@ -95,10 +95,16 @@ def profile_step(model, loader, precision: str, loss: str = "ce") -> str:
     inputs, targets = model.training_example(next(iter(loader))[0])
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
     model.train()
+    adversary = perturbation_parameters(model)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        with autocast:
-            loss = loss_fn(model, model(inputs), targets)
-        loss.backward()
+        if adversary:  # AC-TSR: its real step, as train_epoch_seconds times it
+            with autocast:
+                run = lambda i, t: loss_fn(model, model(i), t)  # noqa: E731
+                adversarial_backward(model, run, inputs, targets, 0.1, adversary, recommender_parameters(model))
+        else:
+            with autocast:
+                loss = loss_fn(model, model(inputs), targets)
+            loss.backward()
     return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12)
 
 

@@ -103,7 +103,7 @@ def recommend(
     time_col: Optional[str] = None,
     separator: Optional[str] = None,
     has_header: Optional[bool] = None,
-    batch_size: int = 1024,
+    batch_size: Optional[int] = None,
 ) -> None:
     """Top-k next items for a history of original item ids, oldest first, or for every user of a log.
 
@@ -122,14 +122,15 @@ def recommend(
         json_output: print JSON instead of a table (--history only).
         input: an interaction log (csv, tsv, parquet, whitespace or movielens file): recommend for each of its users.
         output: where --input's recommendations go; the suffix picks the format: .csv, .tsv, .parquet,
-            .jsonl (default: CSV on standard output).
-        input_format: the log's format (default: as the model was trained).
+            .jsonl or .ndjson (default: CSV on standard output).
+        input_format: the log's format (default: its suffix's for .csv, .tsv and .parquet files, else
+            the model's training format).
         user_col: the log's user column (default: as the model was trained).
         item_col: the log's item column (default: as the model was trained).
-        time_col: the log's timestamp column (default: as the model was trained).
-        separator: the log's csv/tsv separator (default: as the model was trained).
+        time_col: the log's timestamp column (default: as the model was trained; "" for none: file order).
+        separator: the log's csv/tsv separator (default: as the model was trained; "" for the format's own).
         has_header: whether the log's first line names its columns (default: as the model was trained).
-        batch_size: users scored at once with --input.
+        batch_size: users scored at once with --input (default 1024).
     """
     from rich.console import Console
     from rich.table import Table
@@ -147,9 +148,11 @@ def recommend(
             raise AwrsrError("give either --history or --input, not both")
         if json_output:
             raise AwrsrError("--json_output is for --history; with --input, write JSON lines with --output recs.jsonl")
-        _recommend_log(artifact, input, output, k, include_seen, ignore_unknown, excluded, device, reading, batch_size)
+        _recommend_log(artifact, input, output, k, include_seen, ignore_unknown, excluded, device, reading, batch_size or 1024)
         return
-    given = [f"--{name}" for name, value in {"output": output, **reading}.items() if value is not None]
+    given = [
+        f"--{name}" for name, value in {"output": output, **reading, "batch_size": batch_size}.items() if value is not None
+    ]
     if given:
         raise AwrsrError(f"{', '.join(given)} only apply with --input (a log to score)")
     if not items:
@@ -175,23 +178,21 @@ def _recommend_log(
 ) -> None:
     from rich.console import Console
 
-    from awrsr.infer import Recommender, load_artifact, recommend_log, write_recommendations
-    from awrsr.infer.batch import check_output_path, log_data_config
+    from awrsr.infer import Recommender, load_artifact
+    from awrsr.infer.batch import check_output_path, score_log_file
 
     if output is not None:
-        check_output_path(output)  # before the log is read and scored
+        check_output_path(output)  # before the model is loaded and the log read and scored
     loaded = load_artifact(artifact)
-    data = log_data_config(loaded.config.get("data"), input, **reading)
-    result = recommend_log(
-        Recommender.from_artifact(loaded, device=device), input, data, k=k, exclude_seen=not include_seen,
-        unknown="ignore" if ignore_unknown else "error", exclude=exclude, batch_size=batch_size,
+    result = score_log_file(
+        Recommender.from_artifact(loaded, device=device), loaded.config.get("data"), input, output, k=k,
+        exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error", exclude=exclude,
+        batch_size=batch_size, reading=reading,
     )
-    console = Console(stderr=True)
     if output is None:
         sys.stdout.write(result.frame.write_csv())
-    else:
-        write_recommendations(result.frame, output)
-    console.print(f"top {k} for {result.users:,} users ({result.frame.height:,} rows) -> {output or 'standard output'}")
+    console = Console(stderr=True)
+    console.print(f"top {min(k, len(loaded.vocab))} for {result.users:,} users ({result.frame.height:,} rows) -> {output or 'standard output'}")
     if result.skipped_users:
         examples = ", ".join(map(str, result.skipped_users[:5])) + (", ..." if len(result.skipped_users) > 5 else "")
         console.print(f"[yellow]{len(result.skipped_users):,} users have no item the model knows and got none: {examples}[/yellow]")

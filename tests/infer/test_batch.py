@@ -98,9 +98,9 @@ def test_ids_are_matched_as_the_vocabulary_stores_them(tmp_path):
 def test_the_log_is_read_with_the_models_own_settings_unless_overridden():
     stored = {"path": "train.csv", "format": "csv", "user_col": "visitor", "item_col": "product", "time_col": "ts",
               "duplicates": "consecutive", "min_user_interactions": 5, "synthetic": {"num_users": 3}}
-    config = log_data_config(stored, "new.csv", item_col="sku", time_col=None)
+    config = log_data_config(stored, "new.log", item_col="sku", time_col=None)
     assert (config.path, config.format, config.user_col, config.item_col, config.time_col, config.duplicates) == (
-        "new.csv", "csv", "visitor", "sku", "ts", "consecutive"
+        "new.log", "csv", "visitor", "sku", "ts", "consecutive"
     )
     with pytest.raises(ConfigError, match="stored data settings"):
         log_data_config({"colour": "red"}, "new.csv")
@@ -143,6 +143,7 @@ def test_cli_scores_a_log_into_a_file(trained_run, log_file, tmp_path, capsys):
         (["--history", "1,2", "--input", "LOG"], "either --history or --input"),
         (["--history", "1,2", "--output", "recs.csv"], "--output only apply with --input"),
         (["--history", "1,2", "--user_col", "visitor"], "--user_col only apply with --input"),
+        (["--history", "1,2", "--batch_size", "8"], "--batch_size only apply with --input"),
         (["--input", "LOG", "--json_output", "true"], "--json_output is for --history"),
         (["--input", "LOG", "--output", "recs.xlsx"], "suffix picks the format"),
         (["--input", "LOG", "--item_col", "sku"], "sku"),
@@ -153,3 +154,62 @@ def test_cli_refuses_mixed_or_bad_options_in_one_line(trained_run, log_file, cap
     argv = [str(log_file) if a == "LOG" else a for a in extra]
     code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), *argv)
     assert code == 2 and expected in stderr
+
+
+def test_histories_longer_than_the_window_and_mixed_widths_match_recommend(recommender, tmp_path):
+    long = [1 + (7 * i) % 40 for i in range(45)]  # 45 items with repeats: more than max_len = 20
+    rows = [("long", item) for item in long] + [("short", 3)] + [("mid", item) for item in long[:12]]
+    log = tmp_path / "mixed.csv"
+    pl.DataFrame(rows, schema=["user_id", "item_id"], orient="row").write_csv(log)
+    result = recommend_log(recommender, log, DataConfig(path=str(log)), k=5, batch_size=2)
+    per_user = _per_user(result.frame)
+    for user, history in {"long": long, "short": [3], "mid": long[:12]}.items():
+        alone = recommender.recommend(history, k=5)
+        assert per_user[user].get_column("item").to_list() == [r.item for r in alone], user
+
+
+def test_a_log_with_no_known_item_is_an_error_even_when_unknown_ids_are_ignored(recommender, tmp_path):
+    log = tmp_path / "unknown.csv"
+    pl.DataFrame({"user_id": [1, 2], "item_id": [99999, 88888]}).write_csv(log)
+    with pytest.raises(DataError, match="no interaction names an item the model knows"):
+        recommend_log(recommender, log, DataConfig(path=str(log)), unknown="ignore")
+
+
+def test_a_file_suffix_beats_the_training_format_and_empty_strings_clear_options():
+    stored = {"format": "whitespace", "time_col": "ts", "separator": ";"}
+    assert log_data_config(stored, "events.csv").format == "auto"  # read by its suffix, not as whitespace
+    assert log_data_config(stored, "events.txt").format == "whitespace"
+    assert log_data_config(stored, "events.csv", format="tsv").format == "tsv"
+    cleared = log_data_config(stored, "events.csv", time_col="", separator="")
+    assert cleared.time_col is None and cleared.separator is None
+
+
+@pytest.fixture()
+def artifact_trained_on_whitespace_with_times(trained_run, tmp_path):
+    import shutil
+
+    import yaml
+
+    copy = tmp_path / "artifact"
+    shutil.copytree(trained_run.run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["data"].update(format="whitespace", time_col="ts")
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    return copy
+
+
+def test_cli_reads_a_csv_log_for_a_model_trained_on_another_format(artifact_trained_on_whitespace_with_times, tmp_path, capsys):
+    log = tmp_path / "plain.csv"
+    pl.DataFrame({"user_id": ["a", "a", "b"], "item_id": [1, 2, 3]}).write_csv(log)  # no ts column
+    argv = ["recommend", str(artifact_trained_on_whitespace_with_times), "--input", str(log), "--k", "2"]
+    code, _, stderr = run_cli(capsys, *argv)
+    assert code == 2 and "no column 'ts'" in stderr and "--time_col" in stderr and "data.time_col" not in stderr
+    code, stdout, _ = run_cli(capsys, *argv, "--time_col", "")
+    assert code == 0 and len(stdout.splitlines()) == 1 + 2 * 2
+
+
+def test_cli_refuses_to_write_over_its_input_log(trained_run, log_file, capsys):
+    before = log_file.read_text()
+    code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log_file), "--output", str(log_file))
+    assert code == 2 and "is the input log" in stderr
+    assert log_file.read_text() == before

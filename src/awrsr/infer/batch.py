@@ -12,7 +12,7 @@ whole history, exactly as ``Recommender.recommend`` would give them one by one.
 
 from __future__ import annotations
 
-import io
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -25,7 +25,6 @@ from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
 from awrsr.errors import ConfigError, DataError
 from awrsr.eval import mask_items
-from awrsr.files import write_bytes_atomic
 from awrsr.infer.recommender import Recommender
 
 OUTPUT_FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
@@ -80,6 +79,8 @@ def read_user_histories(
         )
     all_users = frame.get_column("user").unique(maintain_order=True)
     known = frame.filter(pl.col("index") > 0)
+    if known.is_empty():
+        raise DataError(f"{where}no interaction names an item the model knows; there is nothing to recommend from")
     counts = known.group_by("user", maintain_order=True).len()  # the frame is grouped by user already
     users = counts.get_column("user")
     offsets = np.zeros(counts.height + 1, dtype=np.int64)
@@ -106,6 +107,8 @@ def top_k(
     excluded = [x for x in exclude if x in vocab]
     excluded_cols = torch.from_numpy(vocab.encode(excluded) - 1).to(device) if excluded else None
     k = min(k, len(vocab))
+    # Each batch holds a few (rows x items) float32 score matrices: keep one to about 256 MB.
+    batch_size = max(1, min(batch_size, 2**26 // len(vocab)))
     order = np.argsort(histories.lengths, kind="stable")
     cols = np.empty((len(histories), k), dtype=np.int64)
     scores = np.empty((len(histories), k), dtype=np.float32)
@@ -147,20 +150,66 @@ def recommend_log(
     return LogRecommendations(frame, len(read.users), read.skipped_users, read.unknown_interactions, read.unknown_items)
 
 
+_SUFFIX_FORMATS = {".csv", ".tsv", ".parquet"}
+
+
 def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) -> DataConfig:
     """How to read a log for a model: the reading options it was trained with (a run's stored
     ``data`` section: format, columns, separator, header, duplicates policy), the given overrides
-    where not None, and ``path``. The k-core thresholds do not apply to scoring."""
+    where not None, and ``path``. The k-core thresholds do not apply to scoring.
+
+    A file whose suffix names its format (.csv, .tsv, .parquet) is read as that format unless
+    ``format`` is given, whatever the model was trained on; ``time_col=""`` means no timestamp
+    column (file order) and ``separator=""`` the format's own separator."""
     values = {key: value for key, value in (stored or {}).items() if key not in ("synthetic", "path")}
+    if overrides.get("format") is None and Path(path).suffix.lower() in _SUFFIX_FORMATS:
+        values["format"] = "auto"
     values.update({key: value for key, value in overrides.items() if value is not None})
+    for key in ("time_col", "separator"):
+        if values.get(key) == "":
+            values[key] = None
     try:
         return DataConfig(**{**values, "path": path})
     except TypeError as err:  # a stored config from another version of awrsr
         raise ConfigError(f"the model's stored data settings: {err}") from None
 
 
+# The reading options' names in ``awrsr recommend``, for errors raised while reading a log.
+_OPTION_NAMES = {
+    "data.path": "--input", "data.format": "--input_format", "data.time_col": "--time_col",
+    "data.user_col": "--user_col", "data.item_col": "--item_col", "data.has_header": "--has_header",
+    "data.separator": "--separator",
+}
+
+
+def score_log_file(
+    recommender: Recommender, stored_data: dict[str, Any] | None, input: str, output: str | None, *,
+    k: int = 10, exclude_seen: bool = True, unknown: Literal["error", "ignore"] = "error",
+    exclude: Iterable[Any] = (), batch_size: int = 1024, reading: dict[str, Any] | None = None,
+) -> LogRecommendations:
+    """``awrsr recommend --input``: read the log ``input`` as ``log_data_config`` says, score every
+    user, and write the table to ``output`` (checked before anything is read; None: the caller
+    prints it). Errors name the command's options rather than the training config's."""
+    if output is not None:
+        out = check_output_path(output)
+        if Path(input).expanduser().exists() and out.exists() and out.resolve() == Path(input).expanduser().resolve():
+            raise ConfigError(f"output {output} is the input log; writing it would replace the interactions")
+    try:
+        data = log_data_config(stored_data, input, **(reading or {}))
+        result = recommend_log(recommender, input, data, k, exclude_seen, unknown, exclude, batch_size)
+    except (ConfigError, DataError) as err:
+        message = str(err)
+        for name, option in _OPTION_NAMES.items():
+            message = message.replace(name, option)
+        raise type(err)(message) from None
+    if output is not None:
+        write_recommendations(result.frame, output)
+    return result
+
+
 def check_output_path(path: str | Path) -> Path:
-    """``path`` as a place ``write_recommendations`` can write: a known suffix in an existing directory."""
+    """``path`` as a place ``write_recommendations`` can write: a known suffix in an existing,
+    writable directory."""
     path = Path(path).expanduser()
     suffix = path.suffix.lower()
     if suffix not in OUTPUT_FORMATS:
@@ -171,19 +220,26 @@ def check_output_path(path: str | Path) -> Path:
         raise ConfigError(f"output {path}: the directory {path.parent} does not exist")
     if path.is_dir():
         raise ConfigError(f"output {path}: is a directory")
+    if not os.access(path.parent, os.W_OK):
+        raise ConfigError(f"output {path}: the directory {path.parent} is not writable")
     return path
 
 
 def write_recommendations(frame: pl.DataFrame, path: str | Path) -> None:
-    """Write ``frame`` as CSV, TSV, Parquet or JSON lines, by the suffix of ``path``; atomically, so
-    that a reader never sees half a file."""
+    """Write ``frame`` as CSV, TSV, Parquet or JSON lines, by the suffix of ``path``; through a
+    temporary file beside it, so that a reader never sees half a file."""
     path = check_output_path(path)
     suffix = path.suffix.lower()
-    buffer = io.BytesIO()
-    if suffix == ".parquet":
-        frame.write_parquet(buffer)
-    elif suffix in (".jsonl", ".ndjson"):
-        frame.write_ndjson(buffer)
-    else:
-        frame.write_csv(buffer, separator="\t" if suffix == ".tsv" else ",")
-    write_bytes_atomic(path, buffer.getvalue())
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if suffix == ".parquet":
+            frame.write_parquet(temporary)
+        elif suffix in (".jsonl", ".ndjson"):
+            frame.write_ndjson(temporary)
+        else:
+            frame.write_csv(temporary, separator="\t" if suffix == ".tsv" else ",")
+        os.replace(temporary, path)
+    except OSError as err:
+        raise ConfigError(f"output {path}: cannot be written ({err.strerror or err})") from None
+    finally:
+        temporary.unlink(missing_ok=True)

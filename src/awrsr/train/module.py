@@ -33,6 +33,8 @@ def adversarial_backward(
     theta^P) instead of once per objective, and it is freed before the calibrated forward pass,
     so the two passes' graphs are never held at once.
     """
+    if any(p.grad is not None and p.grad.any() for p in perturbation_params):
+        raise ValueError("adversarial_backward flips theta^P's gradients: zero them first")
     with perturbed(model) as masks:
         loss_p = loss(inputs, targets)
     penalty = mask_norm(masks)
