@@ -14,6 +14,7 @@ into options and YAML configs (``--config``), and rejects unknown keys.
 
 # No `from __future__ import annotations`: jsonargparse reads these annotations at run time.
 import json
+import os
 import sys
 from typing import List, Literal, Optional
 
@@ -340,6 +341,12 @@ def main(argv: Optional[list] = None) -> None:
     except KeyboardInterrupt:  # outside training (reading data, the final evaluation): no traceback either
         print("\nawrsr: interrupted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:  # `awrsr recommend --input log | head`: the reader stopped early; say nothing
+        try:  # point stdout at /dev/null, so that the interpreter's flush at exit fails quietly too
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # no real file descriptor (stdout replaced by a test, say)
+            pass
+        sys.exit(1)
     except OSError as err:  # a directory that cannot be created or written, a full disk: say which path
         where = f": {err.filename}" if err.filename else ""
         print(f"awrsr: error: {err.strerror or err}{where}", file=sys.stderr)

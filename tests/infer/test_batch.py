@@ -213,3 +213,19 @@ def test_cli_refuses_to_write_over_its_input_log(trained_run, log_file, capsys):
     code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log_file), "--output", str(log_file))
     assert code == 2 and "is the input log" in stderr
     assert log_file.read_text() == before
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(trained_run, log_file, capsys, monkeypatch):
+    import io
+
+    class ClosedPipe(io.StringIO):  # what stdout is after `| head -n 1` has exited
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    from awrsr.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["recommend", str(trained_run.run_dir), "--input", str(log_file), "--k", "2"])
+    assert exit_.value.code == 1
+    assert capsys.readouterr().err == ""  # no traceback, no "Broken pipe", no success line
