@@ -194,7 +194,8 @@ def main() -> None:
     if device.type == "cuda":
         machine += f", {torch.cuda.get_device_name(device)}"
     md = [
-        f"Machine: {machine}. d=64, 2 blocks, 1 head, full CE, batch 128.", "",
+        f"Machine: {machine}. d=64, 2 blocks, 1 head, full CE, batch 128"
+        + (", batches grouped by length (train.group_by_length)." if args.group_by_length else "."), "",
         "| dataset | n | model | parameters (trained) | parameters (served) | precision | batches/epoch "
         "| s / training epoch | s / full-ranking eval (all users) | inference (users/s) |",
         "|---|---|---|---|---|---|---|---|---|---|",
