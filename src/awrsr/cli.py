@@ -335,7 +335,7 @@ def main(argv: Optional[list] = None) -> None:
             [fit, evaluate, recommend, serve, stats, tune, compare, plot], args=argv, as_positional=True,
             allow_abbrev=False, parser_class=SuggestingParser,
         )
-    except AwrsrError as err:
+    except (AwrsrError, FloatingPointError) as err:  # FloatingPointError: a model whose scores are not finite
         print(f"awrsr: error: {err}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:  # outside training (reading data, the final evaluation): no traceback either

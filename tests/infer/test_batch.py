@@ -3,6 +3,7 @@
 
 import polars as pl
 import pytest
+import torch
 
 from awrsr.data import DataConfig, Vocabulary
 from awrsr.errors import ConfigError, DataError
@@ -229,3 +230,18 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(trained_run, log_fil
         main(["recommend", str(trained_run.run_dir), "--input", str(log_file), "--k", "2"])
     assert exit_.value.code == 1
     assert capsys.readouterr().err == ""  # no traceback, no "Broken pipe", no success line
+
+
+def test_a_model_with_non_finite_scores_is_a_one_line_error(trained_run, log_file, tmp_path, capsys):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    broken = tmp_path / "broken"
+    shutil.copytree(trained_run.run_dir, broken, ignore=shutil.ignore_patterns("checkpoints"))
+    weights = load_file(broken / "model.safetensors")
+    weights = {name: torch.full_like(value, float("nan")) for name, value in weights.items()}
+    save_file(weights, broken / "model.safetensors")
+    for argv in (["--input", str(log_file)], ["--history", "1,2"]):
+        code, _, stderr = run_cli(capsys, "recommend", str(broken), *argv)
+        assert code == 2 and "non-finite scores" in stderr
