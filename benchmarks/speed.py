@@ -61,12 +61,8 @@ def train_epoch_seconds(
     # AC-TSR trains adversarially: two objectives, two forward passes (as the Lightning module).
     adversary = perturbation_parameters(model)
     recommender = recommender_parameters(model)
-    timed, warmup = 0, 2  # the first steps of a new model pay for allocations; they are not timed
-    started = time.perf_counter()
-    for step, (sequences,) in enumerate(loader):
-        if step == warmup:
-            synchronize(device)
-            started = time.perf_counter()
+
+    def step(sequences: torch.Tensor) -> None:
         opt.zero_grad(set_to_none=True)
         inputs, targets = model.training_example(sequences.to(device))
         if adversary:  # its backward passes run between its forward passes, inside autocast as in Lightning
@@ -78,11 +74,20 @@ def train_epoch_seconds(
                 loss_value = loss_fn(model, model(inputs), targets)
             loss_value.backward()
         opt.step()
-        timed += step >= warmup
+
+    if not len(loader):
+        raise SystemExit("no training batches to time")
+    # The first steps of a new model pay for allocations: two warm-up steps, then the epoch is timed
+    # from its first batch (grouped batches differ in cost, so none may be left out of the timing).
+    for _, (sequences,) in zip(range(2), loader):
+        step(sequences)
+    synchronize(device)
+    timed, started = 0, time.perf_counter()
+    for (sequences,) in loader:
+        step(sequences)
+        timed += 1
         if max_steps and timed >= max_steps:
             break
-    if not timed:
-        raise SystemExit(f"only {len(loader)} batches: nothing left to time after {warmup} warm-up steps")
     synchronize(device)
     elapsed = time.perf_counter() - started
     return elapsed * len(loader) / timed, timed  # extrapolated to the whole epoch when max_steps cuts it

@@ -149,7 +149,7 @@ def recommend(
             raise AwrsrError("give either --history or --input, not both")
         if json_output:
             raise AwrsrError("--json_output is for --history; with --input, write JSON lines with --output recs.jsonl")
-        _recommend_log(artifact, input, output, k, include_seen, ignore_unknown, excluded, device, reading, batch_size or 1024)
+        _recommend_log(artifact, input, output, k, include_seen, ignore_unknown, excluded, device, reading, 1024 if batch_size is None else batch_size)
         return
     given = [
         f"--{name}" for name, value in {"output": output, **reading, "batch_size": batch_size}.items() if value is not None
@@ -193,7 +193,10 @@ def _recommend_log(
     if output is None:
         sys.stdout.write(result.frame.write_csv())
     console = Console(stderr=True)
-    console.print(f"top {min(k, len(loaded.vocab))} for {result.users:,} users ({result.frame.height:,} rows) -> {output or 'standard output'}")
+    served = result.frame.get_column("user").n_unique()
+    console.print(f"top {min(k, len(loaded.vocab))} for {served:,} users ({result.frame.height:,} rows) -> {output or 'standard output'}")
+    if served < result.users:
+        console.print(f"[yellow]{result.users - served:,} users had every item seen or excluded and got none[/yellow]")
     if result.skipped_users:
         examples = ", ".join(map(str, result.skipped_users[:5])) + (", ..." if len(result.skipped_users) > 5 else "")
         console.print(f"[yellow]{len(result.skipped_users):,} users have no item the model knows and got none: {examples}[/yellow]")

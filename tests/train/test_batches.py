@@ -5,7 +5,7 @@ from conftest import tiny_run_config
 
 from awrsr.data import Sequences
 from awrsr.models import ModelConfig, build_model
-from awrsr.train.batches import balanced_cuts, training_loader, training_sequences
+from awrsr.train.batches import even_cuts, training_loader, training_sequences
 
 
 def test_training_sequences_and_next_item_examples_by_hand():
@@ -63,7 +63,7 @@ def test_making_a_batch_iterator_leaves_the_global_rng_alone():
 
 def _mixed_lengths(users: int = 300, seed: int = 0) -> Sequences:
     rng = np.random.default_rng(seed)
-    return Sequences.from_lists([list(range(1, 2 + int(n))) for n in rng.integers(1, 20, users)])  # 2-20 items: windows of 21 are rarely full
+    return Sequences.from_lists([list(range(1, 2 + int(n))) for n in rng.integers(1, 20, users)])  # 2-20 items: windows of 21 are never full
 
 
 def _epoch(loader, epoch: int) -> list[torch.Tensor]:
@@ -81,22 +81,31 @@ def test_grouped_batches_cover_every_user_once_in_as_many_batches_as_plain_batch
     assert sorted(map(tuple, torch.cat(batches).tolist())) == sorted(map(tuple, everyone.tolist()))
 
 
+def _padded_slots(batch: torch.Tensor) -> int:  # what the model computes on: rows x the longest window
+    return len(batch) * int((batch != 0).sum(dim=1).max())
+
+
 def test_grouped_batches_pad_less_and_hold_about_equal_real_positions():
     train = _mixed_lengths()
     plain, grouped = (training_loader(train, 20, 16, seed=3, group_by_length=g) for g in (False, True))
-
-    def padded_slots(batches):  # what the model computes on: each batch's rows x its longest window
-        return sum(len(b) * int((b != 0).sum(dim=1).max()) for b in batches)
-
     batches = _epoch(grouped, 0)
-    assert padded_slots(batches) < 0.75 * padded_slots(_epoch(plain, 0))
+    assert sum(map(_padded_slots, batches)) < 0.75 * sum(map(_padded_slots, _epoch(plain, 0)))
     positions = [int((b != 0).sum()) for b in batches]
-    mean = sum(positions) / len(positions)
-    assert max(positions) - min(positions) <= 21 + 1  # at most about one window apart (n + 1 = 21 slots)
-    assert abs(mean - (train.lengths.clip(max=21)[train.lengths >= 2].sum() / len(batches))) < 1e-9
+    assert max(positions) - min(positions) <= 2 * 21  # lengths change gradually here: within two windows
     # Within a pool, batches are runs of the length-sorted users: their length ranges do not interleave.
     spans = sorted(((b != 0).sum(dim=1).min().item(), (b != 0).sum(dim=1).max().item()) for b in batches)
     assert all(high <= next_low for (_, high), (next_low, _) in zip(spans, spans[1:]))
+
+
+def test_a_jump_in_lengths_never_makes_a_batch_larger_than_a_plain_one():
+    # Half the users fill the window, half have 2 items: a cut on real positions alone would put
+    # one long history with hundreds of short ones, a batch many times a plain batch's size.
+    train = Sequences.from_lists([list(range(1, 31))] * 150 + [[1, 2]] * 150)
+    grouped = training_loader(train, 20, 16, seed=3, group_by_length=True)
+    batches = _epoch(grouped, 0)
+    assert len(batches) == len(training_loader(train, 20, 16, seed=3))
+    assert max(map(_padded_slots, batches)) <= 16 * 21
+    assert sorted(map(tuple, torch.cat(batches).tolist())) == sorted(map(tuple, training_sequences(train, 20).tolist()))
 
 
 def test_grouped_batches_depend_only_on_seed_and_epoch():
@@ -110,11 +119,17 @@ def test_grouped_batches_depend_only_on_seed_and_epoch():
     assert [b.tolist() for b in _epoch(other, 0)] != [b.tolist() for b in first]
 
 
-@pytest.mark.parametrize("lengths, parts", [([5, 1, 1, 1], 3), ([30, 30, 2, 2, 2], 5), ([3, 2, 2, 1], 1), ([7] * 9, 4)])
-def test_balanced_cuts_give_non_empty_parts(lengths, parts):
-    cuts = balanced_cuts(np.array(lengths), parts)
-    pieces = np.split(np.array(lengths), cuts)
+@pytest.mark.parametrize(
+    "lengths, parts",
+    [([5, 1, 1, 1], 3), ([30, 30, 2, 2, 2], 5), ([3, 2, 2, 1], 1), ([7] * 9, 4), ([9, 2, 2, 2, 2, 2, 2], 2), ([4, 3, 3, 2, 1], 4)],
+)
+def test_even_cuts_give_non_empty_parts_no_larger_than_equal_row_batches(lengths, parts):
+    lengths = np.array(lengths)
+    pieces = np.split(lengths, even_cuts(lengths, parts))
     assert len(pieces) == parts and all(len(p) for p in pieces)
+    largest = max(len(p) * p.max() for p in pieces)
+    equal_rows = -(-len(lengths) // parts)  # plain batching: every batch of equal rows
+    assert largest <= max(len(p) * p.max() for p in np.split(lengths, range(equal_rows, len(lengths), equal_rows)))
 
 
 def test_a_fit_with_grouped_batches_trains_and_resumes_like_any_other(tmp_path):

@@ -47,18 +47,19 @@ class LengthGroupedBatches(Sampler[list[int]]):
 
     Each epoch takes ``sampler``'s permutation (an ``EpochShuffle``, whose epoch Lightning sets),
     cuts it into pools of ``pool`` batches, sorts each pool by length and splits it into as many
-    batches as plain batching would give, each with about the same number of real positions
-    (so short histories come in larger batches, and every position weighs in the loss about as
-    it does under plain batching), then shuffles the order of all the epoch's batches. The
-    batches depend only on the seed and the epoch, as plain batching's do."""
+    batches as plain batching would give (``even_cuts``): batches of about equal real positions,
+    over which the loss averages, so that every position weighs about as it does in plain
+    batching and short histories come in larger batches; but never a batch whose padded size
+    (rows x its longest history) exceeds what a plain batch can have. Then the order of all the
+    epoch's batches is shuffled. The batches depend only on the seed and the epoch, as plain
+    batching's do."""
 
     def __init__(self, sampler: EpochShuffle, lengths: np.ndarray, batch_size: int, pool: int = 50) -> None:
         self.sampler, self.lengths, self.batch_size = sampler, np.asarray(lengths, dtype=np.int64), batch_size
-        self.pool_size = pool * batch_size
+        self.pool_size = pool * batch_size  # a multiple of batch_size: pools add up to plain batching's count
 
     def __len__(self) -> int:
-        full, rest = divmod(len(self.lengths), self.pool_size)
-        return full * -(-self.pool_size // self.batch_size) + -(-rest // self.batch_size)
+        return -(-len(self.lengths) // self.batch_size)
 
     def __iter__(self) -> Iterator[list[int]]:
         # A generator: the epoch's batches are drawn at the first batch, after Lightning has set the
@@ -68,25 +69,80 @@ class LengthGroupedBatches(Sampler[list[int]]):
         for start in range(0, len(order), self.pool_size):  # a few pools per epoch, not a loop over users
             pool = order[start:start + self.pool_size]
             pool = pool[np.argsort(-self.lengths[pool], kind="stable")]
-            batches += np.split(pool, balanced_cuts(self.lengths[pool], -(-len(pool) // self.batch_size)))
+            batches += np.split(pool, even_cuts(self.lengths[pool], -(-len(pool) // self.batch_size)))
         generator = torch.Generator().manual_seed(self.sampler.seed * 1_000_003 + self.sampler.epoch + 7_919)
         for i in torch.randperm(len(batches), generator=generator).tolist():
             yield batches[i].tolist()
 
 
-def balanced_cuts(lengths: np.ndarray, parts: int) -> np.ndarray:
-    """Where to cut a run of items with these lengths into ``parts`` non-empty consecutive parts of
-    about equal total length (``parts`` <= len(lengths)).
+def even_cuts(lengths: np.ndarray, parts: int) -> np.ndarray:
+    """Where to cut a run of histories, longest first, into ``parts`` non-empty consecutive
+    batches (``parts`` <= len(lengths)).
 
-    >>> balanced_cuts(np.array([4, 4, 1, 1, 1, 1]), 3).tolist()  # parts of 4, 4 and 4
+    Batches of equal real positions (``position_cuts``) where that keeps every batch's padded size,
+    rows x its first (longest) length, within that of a plain batch of equal rows. Where lengths
+    jump (a long history would share a batch with hundreds of short ones) it would not, and the
+    cuts that make the largest padded size as small as it can be (``padded_cuts``) are taken.
+
+    >>> even_cuts(np.array([4, 4, 1, 1, 1, 1]), 3).tolist()  # 4 positions each
+    [1, 2]
+    >>> even_cuts(np.array([9, 2, 2, 2, 2, 2, 2]), 2).tolist()  # 9 x 4 slots would not fit: 9 alone
+    [1]
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    plain_largest = int(lengths[0]) * -(-len(lengths) // parts)  # the first of plain batches of equal rows
+    cuts = position_cuts(lengths, parts)
+    starts = np.concatenate([[0], cuts])
+    sizes = np.diff(np.concatenate([starts, [len(lengths)]])) * lengths[starts]
+    return cuts if sizes.max() <= plain_largest else padded_cuts(lengths, parts)
+
+
+def position_cuts(lengths: np.ndarray, parts: int) -> np.ndarray:
+    """Cuts of a run into ``parts`` non-empty consecutive parts of about equal total length.
+
+    >>> position_cuts(np.array([4, 4, 1, 1, 1, 1]), 3).tolist()
     [1, 2]
     """
     positions = np.cumsum(lengths)
     cuts = np.searchsorted(positions, positions[-1] * np.arange(1, parts) / parts, side="right")
-    # Keep every part non-empty: at least one item before each cut and one after it.
-    index = np.arange(1, parts)
+    index = np.arange(1, parts)  # keep every part non-empty: one item at least before each cut and after it
     cuts = index + np.maximum.accumulate(np.maximum(cuts - index, 0))
     return np.minimum(cuts, len(lengths) - parts + index)
+
+
+def padded_cuts(lengths: np.ndarray, parts: int) -> np.ndarray:
+    """Cuts of a run of lengths, longest first, into ``parts`` non-empty consecutive batches that
+    make the largest rows x first length as small as it can be.
+
+    The smallest feasible size is found by bisection; for a candidate size, batches are filled
+    greedily (one loop step per batch, not per history). Where the fill needs fewer batches than
+    ``parts``, the batches with the most rows are halved, which only shrinks sizes.
+
+    >>> padded_cuts(np.array([9, 2, 2, 2, 2, 2, 2]), 3).tolist()  # sizes 9, 4 x 2 and 2 x 2
+    [1, 5]
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+
+    def fill(size: int) -> list[int] | None:
+        """Batch starts when each batch holds at most ``size`` padded slots; None if more than ``parts``."""
+        starts, i = [], 0
+        while i < len(lengths):
+            if len(starts) == parts:
+                return None
+            starts.append(i)
+            i += max(1, size // int(lengths[i]))
+        return starts
+
+    low = max(int(lengths[0]), -(-int(lengths.sum()) // parts))  # no batch can be smaller than this
+    high = int(lengths[0]) * -(-len(lengths) // parts)  # plain batches of equal rows always fit
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fill(middle) is not None else (middle + 1, high)
+    bounds = fill(low) + [len(lengths)]
+    while len(bounds) - 1 < parts:  # halve the batch with the most rows
+        widest = int(np.argmax(np.diff(bounds)))
+        bounds.insert(widest + 1, (bounds[widest] + bounds[widest + 1]) // 2)
+    return np.asarray(bounds[1:-1], dtype=np.int64)
 
 
 def training_loader(

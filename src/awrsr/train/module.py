@@ -48,6 +48,13 @@ def adversarial_backward(
     return {"loss_perturbed": loss_p.detach(), "loss_calibrated": loss_c.detach(), "mask_norm": penalty.detach()}
 
 
+def scored_positions(targets: Tensor) -> int:
+    """How many positions a batch's loss averages over (its targets > 0): the weight of the batch
+    in the epoch's mean training loss, so that the mean is per position whatever the batches'
+    sizes (``train.group_by_length`` puts many short histories in one batch)."""
+    return max(1, int((targets > 0).sum()))
+
+
 class SequentialRecommenderModule(L.LightningModule):
     """Trains any backbone with a registered loss; validates by full ranking every epoch."""
 
@@ -81,7 +88,7 @@ class SequentialRecommenderModule(L.LightningModule):
         if not self.automatic_optimization:
             return self.adversarial_step(inputs, targets)
         loss = self._loss(inputs, targets)
-        self.log("train/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=inputs.shape[0])
+        self.log("train/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=scored_positions(targets))
         return loss
 
     def on_train_start(self) -> None:
@@ -104,7 +111,7 @@ class SequentialRecommenderModule(L.LightningModule):
         perturbation_opt.step()
         recommender_opt.step()
         recommender_loss = parts["loss_perturbed"] + parts["loss_calibrated"]
-        batch_size = inputs.shape[0]
+        batch_size = scored_positions(targets)
         self.log("train/loss", recommender_loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=batch_size)
         for name, value in parts.items():
             self.log(f"train/{name}", value, on_step=False, on_epoch=True, batch_size=batch_size)
