@@ -1,0 +1,32 @@
+"""Plain vs grouped batches (train.group_by_length) on ML-1M, n = 200: whole training epochs,
+alternating, two rounds per model; writes the .json beside this file (docs/benchmarks.md).
+
+    python benchmarks/results/speed-group-by-length-interleaved.py   # pause other jobs first
+"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "src")]
+
+import torch  # noqa: E402
+from speed import train_epoch_seconds  # noqa: E402
+
+from awrsr.data import DataConfig, leave_one_out, load_sequence_data  # noqa: E402
+from awrsr.models import ModelConfig, build_model  # noqa: E402
+from awrsr.train.batches import training_loader  # noqa: E402
+
+dataset = load_sequence_data(DataConfig(path=str(ROOT.parent / "shared/data/ml-1m/ml-1m.txt")))
+split = leave_one_out(dataset)
+loaders = {g: training_loader(split.train, 200, batch_size=128, seed=0, group_by_length=g) for g in (False, True)}
+rows = []
+for refine in ("none", "simp", "value", "add"):
+    for round_ in range(2):
+        for grouped in (False, True):
+            torch.manual_seed(0)
+            cfg = ModelConfig(max_len=200, hidden_size=64, num_blocks=2, dropout=0.2, refine=refine)
+            seconds, steps = train_epoch_seconds(build_model(cfg, dataset.num_items), loaders[grouped], "32-true", None)
+            rows.append({"refine": refine, "round": round_, "grouped": grouped, "epoch_s": round(seconds, 2), "steps": steps})
+            print(json.dumps(rows[-1]), flush=True)
+Path(__file__).with_suffix(".json").write_text(json.dumps(rows, indent=1))
