@@ -1,7 +1,7 @@
-"""Plain vs grouped batches (train.group_by_length) on ML-1M, n = 200: whole training epochs,
-alternating, two rounds per model; writes the .json beside this file (docs/benchmarks.md).
+"""Plain vs grouped batches (train.group_by_length): whole training epochs, alternating, two
+rounds per model; writes a .json beside this file (docs/benchmarks.md).
 
-    python benchmarks/results/speed-group-by-length-interleaved.py   # pause other jobs first
+    python benchmarks/results/speed-group-by-length-interleaved.py [beauty]   # pause other jobs first
 """
 import json
 import sys
@@ -17,16 +17,22 @@ from awrsr.data import DataConfig, leave_one_out, load_sequence_data  # noqa: E4
 from awrsr.models import ModelConfig, build_model  # noqa: E402
 from awrsr.train.batches import training_loader  # noqa: E402
 
-dataset = load_sequence_data(DataConfig(path=str(ROOT.parent / "shared/data/ml-1m/ml-1m.txt")))
+name = sys.argv[1] if len(sys.argv) > 1 else "ml-1m"
+path, max_len, refinements = {
+    "ml-1m": ("shared/data/ml-1m/ml-1m.txt", 200, ("none", "simp", "value", "add")),
+    "beauty": ("shared/data/beauty/Beauty.txt", 50, ("none", "simp")),
+}[name]
+dataset = load_sequence_data(DataConfig(path=str(ROOT.parent / path)))
 split = leave_one_out(dataset)
-loaders = {g: training_loader(split.train, 200, batch_size=128, seed=0, group_by_length=g) for g in (False, True)}
+loaders = {g: training_loader(split.train, max_len, batch_size=128, seed=0, group_by_length=g) for g in (False, True)}
 rows = []
-for refine in ("none", "simp", "value", "add"):
+for refine in refinements:
     for round_ in range(2):
         for grouped in (False, True):
             torch.manual_seed(0)
-            cfg = ModelConfig(max_len=200, hidden_size=64, num_blocks=2, dropout=0.2, refine=refine)
+            cfg = ModelConfig(max_len=max_len, hidden_size=64, num_blocks=2, dropout=0.2, refine=refine)
             seconds, steps = train_epoch_seconds(build_model(cfg, dataset.num_items), loaders[grouped], "32-true", None)
             rows.append({"refine": refine, "round": round_, "grouped": grouped, "epoch_s": round(seconds, 2), "steps": steps})
             print(json.dumps(rows[-1]), flush=True)
-Path(__file__).with_suffix(".json").write_text(json.dumps(rows, indent=1))
+suffix = "" if name == "ml-1m" else f"-{name}"
+Path(__file__).with_name(Path(__file__).stem + suffix + ".json").write_text(json.dumps(rows, indent=1))
