@@ -148,6 +148,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     device = torch.device(args.device)
+    if args.group_by_length and args.max_steps:
+        print("note: grouped batches differ in cost, so --max-steps extrapolates from an unrepresentative few;"
+              " leave it out to time whole epochs", file=sys.stderr)
     if args.profile and device.type != "cpu":
         raise SystemExit("--profile profiles the CPU step only")
     if args.threads:
