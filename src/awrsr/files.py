@@ -6,7 +6,7 @@ import csv
 import io
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
@@ -17,12 +17,19 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """``write_text_atomic`` for bytes. The file gets the usual permissions (the umask's), so that
-    other accounts can read an artifact as they can read any other file the user writes."""
+    """``write_text_atomic`` for bytes."""
+    write_atomic(path, lambda temporary: temporary.write_bytes(data))
+
+
+def write_atomic(path: str | Path, write: Callable[[Path], Any]) -> None:
+    """``write(temporary)`` writes the file beside ``path``, which is then renamed over ``path``;
+    for writers that take a path (polars' ``write_parquet``, say), so no copy is held in memory.
+    The file gets the usual permissions (the umask's), so that other accounts can read an artifact
+    as they can read any other file the user writes."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_bytes(data)
+        write(temporary)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

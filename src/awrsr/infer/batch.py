@@ -19,12 +19,11 @@ from typing import Any, Iterable, Literal
 
 import numpy as np
 import polars as pl
-import torch
 
 from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
 from awrsr.errors import ConfigError, DataError
-from awrsr.eval import mask_items
+from awrsr.files import write_atomic
 from awrsr.infer.recommender import Recommender
 
 OUTPUT_FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
@@ -91,53 +90,16 @@ def read_user_histories(
     )
 
 
-@torch.no_grad()
-def top_k(
-    recommender: Recommender, histories: Sequences, k: int, exclude_seen: bool = True,
-    exclude: Iterable[Any] = (), batch_size: int = 1024,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, k) score columns and scores of each history's best items, best first; -inf marks a
-    slot with no item left (every item seen or excluded). Histories are scored in batches of
-    similar length, so that each batch runs the model on the narrowest window that holds it."""
-    if k < 1:
-        raise ConfigError(f"k must be >= 1, got {k}")
-    if batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-    model, device, vocab = recommender.model, recommender.device, recommender.vocab
-    excluded = [x for x in exclude if x in vocab]
-    excluded_cols = torch.from_numpy(vocab.encode(excluded) - 1).to(device) if excluded else None
-    k = min(k, len(vocab))
-    # Each batch holds a few (rows x items) float32 score matrices: keep one to about 256 MB.
-    batch_size = max(1, min(batch_size, 2**26 // len(vocab)))
-    order = np.argsort(histories.lengths, kind="stable")
-    cols = np.empty((len(histories), k), dtype=np.int64)
-    scores = np.empty((len(histories), k), dtype=np.float32)
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
-        batch = histories.select(rows)
-        batch_scores = model.score_next(torch.from_numpy(batch.to_padded(recommender.max_len)).to(device)).float()
-        if exclude_seen:
-            seen_rows = torch.from_numpy(np.repeat(np.arange(len(rows)), batch.lengths)).to(device)
-            batch_scores = mask_items(batch_scores, seen_rows, torch.from_numpy(batch.items - 1).to(device))
-        if excluded_cols is not None:
-            batch_scores[:, excluded_cols] = float("-inf")
-        best_scores, best_cols = batch_scores.topk(k, dim=1)
-        if torch.isnan(best_scores).any() or torch.isposinf(best_scores).any():
-            raise FloatingPointError("the model produced non-finite scores; its recommendations are meaningless")
-        cols[rows], scores[rows] = best_cols.cpu().numpy(), best_scores.cpu().numpy()
-    return cols, scores
-
-
 def recommend_log(
     recommender: Recommender, source: Any, data: DataConfig, k: int = 10, exclude_seen: bool = True,
     unknown: Literal["error", "ignore"] = "error", exclude: Iterable[Any] = (), batch_size: int = 1024,
 ) -> LogRecommendations:
     """The top-k next items for every user of the log ``source`` (see ``read_user_histories``),
     as a long table: user, rank, item, score."""
-    if isinstance(exclude, (str, bytes)):
+    if isinstance(exclude, (str, bytes)):  # before the log is read
         raise ConfigError("exclude takes a list of item ids, not a single string")
     read = read_user_histories(source, data, recommender.vocab, unknown)
-    cols, scores = top_k(recommender, read.histories, k, exclude_seen, exclude, batch_size)
+    cols, scores = recommender.top_k(read.histories, k, exclude_seen, exclude, batch_size)
     kept = np.isfinite(scores)  # -inf: fewer than k items were left to recommend
     row_of, rank_of = np.nonzero(kept)  # row-major: users in log order, each best first
     item_ids = pl.Series("item", recommender.vocab.ids)
@@ -230,16 +192,13 @@ def write_recommendations(frame: pl.DataFrame, path: str | Path) -> None:
     temporary file beside it, so that a reader never sees half a file."""
     path = check_output_path(path)
     suffix = path.suffix.lower()
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if suffix == ".parquet":
+        write = frame.write_parquet
+    elif suffix in (".jsonl", ".ndjson"):
+        write = frame.write_ndjson
+    else:
+        write = lambda target: frame.write_csv(target, separator="\t" if suffix == ".tsv" else ",")  # noqa: E731
     try:
-        if suffix == ".parquet":
-            frame.write_parquet(temporary)
-        elif suffix in (".jsonl", ".ndjson"):
-            frame.write_ndjson(temporary)
-        else:
-            frame.write_csv(temporary, separator="\t" if suffix == ".tsv" else ",")
-        os.replace(temporary, path)
+        write_atomic(path, write)
     except OSError as err:
         raise ConfigError(f"output {path}: cannot be written ({err.strerror or err})") from None
-    finally:
-        temporary.unlink(missing_ok=True)

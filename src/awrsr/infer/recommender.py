@@ -75,15 +75,11 @@ class Recommender:
         self, histories: Sequence[Sequence[int | str]], k: int = 10, exclude_seen: bool = True,
         unknown: Literal["error", "ignore"] = "error", exclude: Iterable[int | str] = (),
     ) -> list[list[Recommendation]]:
-        """Top-k for each history, scored in one batch. An error names the history it is about
-        (``histories[i]: ...``) when there are several.
+        """Top-k for each history. An error names the history it is about (``histories[i]: ...``)
+        when there are several.
 
         ``exclude`` lists item ids never to recommend (sold out, blocked) to any of the histories;
         ids the model does not know are skipped, since it cannot recommend them anyway."""
-        if isinstance(exclude, (str, bytes)):
-            raise ConfigError("exclude takes a list of item ids, not a single string")
-        if k < 1:
-            raise ConfigError(f"k must be >= 1, got {k}")
         encoded = []
         for i, history in enumerate(histories):
             where = f"histories[{i}]: " if len(histories) > 1 else ""
@@ -92,23 +88,51 @@ class Recommender:
             encoded.append(self._encode(history, unknown, where))
         lengths = np.array([len(e) for e in encoded], dtype=np.int64)
         rows = Sequences(np.concatenate([[0], np.cumsum(lengths)]), np.concatenate(encoded))
-        scores = self.model.score_next(torch.from_numpy(rows.to_padded(self.max_len)).to(self.device))  # (B, I)
-        if exclude_seen:
-            seen_rows = torch.from_numpy(np.repeat(np.arange(len(encoded)), lengths)).to(self.device)
-            scores = mask_items(scores, seen_rows, torch.from_numpy(rows.items - 1).to(self.device))
-        excluded = [x for x in exclude if x in self.vocab]
-        if excluded:
-            scores[:, torch.from_numpy(self.vocab.encode(excluded) - 1).to(self.device)] = float("-inf")
-        k = min(k, scores.shape[1])
-        top_scores, top_cols = scores.topk(k, dim=1)
-        if torch.isnan(top_scores).any() or torch.isposinf(top_scores).any():  # (-inf: filtered items)
-            raise FloatingPointError("the model produced non-finite scores; its recommendations are meaningless")
+        cols, scores = self.top_k(rows, k, exclude_seen, exclude)
         results = []
-        for row_scores, row_cols in zip(top_scores.tolist(), top_cols.tolist()):
+        for row_cols, row_scores in zip(cols.tolist(), scores.tolist()):
             valid = [(c, s) for c, s in zip(row_cols, row_scores) if s != float("-inf")]
             items = self.vocab.decode([c + 1 for c, _ in valid]) if valid else []
             results.append([Recommendation(i, s) for i, (_, s) in zip(items, valid)])
         return results
+
+    @torch.no_grad()
+    def top_k(
+        self, histories: Sequences, k: int, exclude_seen: bool = True, exclude: Iterable[int | str] = (),
+        batch_size: int = 1024,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, k) score columns and scores of each history's best items (model indices), best
+        first; -inf marks a slot with no item left (every item seen or excluded). Histories are
+        scored in batches of similar length, so that each batch runs the model on the narrowest
+        window that holds it."""
+        if isinstance(exclude, (str, bytes)):
+            raise ConfigError("exclude takes a list of item ids, not a single string")
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, got {k}")
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        excluded = [x for x in exclude if x in self.vocab]
+        excluded_cols = torch.from_numpy(self.vocab.encode(excluded) - 1).to(self.device) if excluded else None
+        k = min(k, len(self.vocab))
+        # Each batch holds a few (rows x items) float32 score matrices: keep one to about 256 MB.
+        batch_size = max(1, min(batch_size, 2**26 // len(self.vocab)))
+        order = np.argsort(histories.lengths, kind="stable")
+        cols = np.empty((len(histories), k), dtype=np.int64)
+        scores = np.empty((len(histories), k), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            batch = histories.select(rows)
+            batch_scores = self.model.score_next(torch.from_numpy(batch.to_padded(self.max_len)).to(self.device)).float()
+            if exclude_seen:
+                seen_rows = torch.from_numpy(np.repeat(np.arange(len(rows)), batch.lengths)).to(self.device)
+                batch_scores = mask_items(batch_scores, seen_rows, torch.from_numpy(batch.items - 1).to(self.device))
+            if excluded_cols is not None:
+                batch_scores[:, excluded_cols] = float("-inf")
+            best_scores, best_cols = batch_scores.topk(k, dim=1)
+            if torch.isnan(best_scores).any() or torch.isposinf(best_scores).any():  # (-inf: filtered items)
+                raise FloatingPointError("the model produced non-finite scores; its recommendations are meaningless")
+            cols[rows], scores[rows] = best_cols.cpu().numpy(), best_scores.cpu().numpy()
+        return cols, scores
 
     def _encode(self, history: Sequence[int | str], unknown: str, where: str = "") -> np.ndarray:
         try:
