@@ -1,14 +1,18 @@
 #!/bin/bash
-# On a lent GPU machine: report the queue's progress every minute for $1 seconds, then pack every
-# run's records (not its checkpoints or model) into $OUT/gpu-runs.tgz, which comes back.
-# Default: 540 s.
+# On a lent GPU machine: every minute for $1 seconds (default 540), report the queues' progress and
+# pack every run's records (not its checkpoints or model) into $OUT/gpu-runs.tgz, which comes back.
+# Packing each minute means a call cut short by the lease's end still brings back what finished.
 end=$(( $(date +%s) + ${1:-540} ))
+pack() {
+  (cd /tmp/gpu && tar czf "$OUT/.gpu-runs.partial" --exclude='*.ckpt' --exclude='*.safetensors' \
+    --exclude='vocab.json' --exclude='.awrsr.lock' . && mv "$OUT/.gpu-runs.partial" "$OUT/gpu-runs.tgz")
+}
 while [ "$(date +%s)" -lt "$end" ]; do
   sleep 60
   echo "$(date -u +%T) finished=$(find /tmp/gpu -name metrics.json | wc -l)" \
        "workers=$(pgrep -fc '[-]-worker')" \
        "$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"
+  pack
 done
-grep -h "@@" /tmp/gpu/logs/*.log | tail -n 30
-cd /tmp/gpu && tar czf "$OUT/gpu-runs.tgz" --exclude='*.ckpt' --exclude='*.safetensors' \
-  --exclude='vocab.json' --exclude='.awrsr.lock' . && ls -la "$OUT"
+grep -h "@@" $(find /tmp/gpu -name 'w*.log') | tail -n 30
+ls -la "$OUT"
