@@ -27,6 +27,9 @@ def test_results_record_protocol_fingerprint_and_selection(trained_run):
     assert stored["protocol"]["filter_seen"] is True and stored["protocol"]["ties"] == "pessimistic"
     assert stored["dataset"]["users"] == 300 and len(stored["dataset"]["sha256"]) == 64
     assert stored["seed"] == 7 and stored["code_version"]
+    # where it trained: tables that mix GPU and CPU runs tell them apart by this
+    assert stored["machine"]["device"] == "cpu" and stored["machine"]["torch"] == torch.__version__
+    assert stored["machine"]["torch_threads"] == torch.get_num_threads() >= 1
     sel = stored["selection"]
     assert 1 <= sel["best_epoch"] <= sel["epochs_trained"] <= 8
     assert sel["stopped_by"] in ("early stopping", "max_epochs")

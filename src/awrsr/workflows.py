@@ -7,6 +7,7 @@ returns plain records, so the CLI stays a thin layer and Python users get the sa
 from __future__ import annotations
 
 import functools
+import platform
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -78,6 +79,19 @@ def source_version(directory: Path) -> str:
     except (OSError, subprocess.SubprocessError):
         return awrsr.__version__
     return f"{awrsr.__version__}+g{commit}{'.dirty' if dirty else ''}"
+
+
+def machine_record(device: torch.device) -> dict[str, Any]:
+    """Where a run trained, for its metrics.json: timings and GPU-vs-CPU numerics differ between
+    machines, so a table that mixes them must be able to tell its runs apart."""
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
+    return {
+        "device": name,
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+    }
 
 
 def protocol_record(evaluation: EvalConfig, split: LeaveOneOutSplit) -> dict[str, Any]:
@@ -245,6 +259,7 @@ def _fit(
         "dataset": {**dataset.fingerprint.to_dict(), "stats": dataset.stats.to_dict()},
         "seed": train.seed,
         "code_version": version,
+        "machine": machine_record(outcome.device),
     }
     save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net)
     # Per-user test ranks, for NDCG@N curves and per-user comparisons (users in split order).

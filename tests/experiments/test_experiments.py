@@ -1,3 +1,4 @@
+import csv
 import io
 import json
 import math
@@ -148,7 +149,8 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     md = (tmp_path / "table.md").read_text()
     assert "Recall@1" in md and "p=" in md
     assert all(line in shown.getvalue().splitlines() for line in md.splitlines())  # printed whole, not cut at 60 columns
-    assert len((tmp_path / "runs.csv").read_text().splitlines()) == 1 + 4
+    runs = list(csv.DictReader(open(tmp_path / "runs.csv")))
+    assert len(runs) == 4 and {r["device"] for r in runs} == {"cpu"}  # each run says where it trained
     files = draw_figures(tmp_path)
     assert {f.name for f in files} >= {"valid_ndcg5.png", "grad_norm.png", "ndcg_at_n.png", "attention_add.png"}
     assert all(f.stat().st_size > 1000 for f in files)

@@ -196,12 +196,15 @@ def write_outputs(
     finished yet (a partial table says so)."""
     output_dir.mkdir(parents=True, exist_ok=True)
     metric_names = sorted({m for r in records for m in r["metrics"]["test"]})
-    rows = [["variant", "seed", "best_epoch", "epochs", "mean_epoch_s", *[f"test_{m}" for m in metric_names], "run_dir"]]
+    rows = [["variant", "seed", "best_epoch", "epochs", "mean_epoch_s", *[f"test_{m}" for m in metric_names],
+             "device", "run_dir"]]
     for r in records:
         m = r["metrics"]
         rows.append([
             r["variant"], r["seed"], m["selection"]["best_epoch"], m["selection"]["epochs_trained"],
-            m["time"]["mean_epoch_s"], *[m["test"][n] for n in metric_names], r["run_dir"],
+            m["time"]["mean_epoch_s"], *[m["test"][n] for n in metric_names],
+            m.get("machine", {}).get("device", ""),  # runs made before the record existed: unknown
+            r["run_dir"],
         ])
     write_text_atomic(output_dir / "runs.csv", csv_text(rows))
     metrics = list(next(iter(table.values())))
