@@ -115,11 +115,16 @@ def test_excluded_items_are_never_recommended_and_the_rest_keep_their_order(trai
         rec.recommend([1], exclude="12")
 
 
-def test_the_scoring_device_is_checked_when_loading(trained_run):
+def test_the_scoring_device_is_checked_when_loading(trained_run, monkeypatch):
     from awrsr.infer.recommender import resolve_device
 
     assert str(resolve_device("cpu")) == "cpu"
-    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    # auto: CUDA first, then Apple's MPS, then the CPU, as Lightning's accelerator "auto" trains
+    for cuda, mps, expected in ((True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda cuda=cuda: cuda)
+        monkeypatch.setattr(torch.backends.mps, "is_available", lambda mps=mps: mps)
+        assert resolve_device("auto").type == expected
+    monkeypatch.undo()
     with pytest.raises(ConfigError, match="device must be cpu, cuda, cuda:N, mps or auto, got 'gpu'"):
         Recommender.load(trained_run.run_dir, device="gpu")
     with pytest.raises(ConfigError, match=r"device 'cuda:7': torch sees \d+ CUDA device"):

@@ -119,7 +119,7 @@ def recommend(
         include_seen: allow items already in the history.
         ignore_unknown: skip ids the model does not know instead of failing.
         exclude: comma-separated item ids never to recommend; ids the model does not know are skipped.
-        device: where to score: cpu, cuda, cuda:N, mps, or auto (the first GPU if there is one).
+        device: where to score: cpu, cuda, cuda:N, mps, or auto (CUDA, else MPS, else the CPU).
         json_output: print JSON instead of a table (--history only).
         input: an interaction log (csv, tsv, parquet, whitespace or movielens file): recommend for each of its users.
         output: where --input's recommendations go; the suffix picks the format: .csv, .tsv, .parquet,
@@ -216,7 +216,7 @@ def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000, device: str 
         artifact: the run directory written by ``awrsr fit``.
         host: the address to listen on (0.0.0.0 for every interface).
         port: the TCP port.
-        device: where to score: cpu, cuda, cuda:N, mps, or auto (the first GPU if there is one).
+        device: where to score: cpu, cuda, cuda:N, mps, or auto (CUDA, else MPS, else the CPU).
     """
     from awrsr.infer.server import create_app
 

@@ -16,10 +16,13 @@ from awrsr.infer.artifact import LoadedArtifact, load_artifact
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``auto`` is the first CUDA device if torch sees one, else the CPU; a device this machine
-    does not have is a ConfigError, not a failure at the first request."""
+    """``auto`` is the first CUDA device if torch sees one, else Apple's MPS if there is one, else
+    the CPU (the order Lightning's ``accelerator: auto`` trains on); a device this machine does not
+    have is a ConfigError, not a failure at the first request."""
     if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        return torch.device("mps" if torch.backends.mps.is_available() else "cpu")
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError):
@@ -55,7 +58,7 @@ class Recommender:
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu") -> "Recommender":
         """The artifact written by ``awrsr fit`` in ``path``, scoring on ``device`` (cpu, cuda,
-        cuda:N, mps, or auto for the first GPU if there is one)."""
+        cuda:N, mps, or auto: CUDA, else MPS, else the CPU)."""
         return cls.from_artifact(load_artifact(path), device=device)
 
     @classmethod
