@@ -8,6 +8,18 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from awrsr.errors import ConfigError
+
+
+def user_path(path: str | Path) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell would. Every path a user
+    gives goes through here once, so that awrsr and the libraries it hands paths to (Lightning
+    expands ``~`` itself) write to one place; a ``~`` that cannot be expanded is a ConfigError."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError as err:  # "Could not determine home directory"
+        raise ConfigError(f"{path}: cannot expand '~' ({err})") from None
+
 
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, then rename it over ``path`` (atomic on

@@ -29,6 +29,7 @@ from awrsr.data import (
     load_sequence_data, print_stats,
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
+from awrsr.files import user_path
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
 from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, save_artifact, write_metrics,
@@ -36,7 +37,7 @@ from awrsr.infer.artifact import (
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.run_config import config_differences
 from awrsr.train import TrainConfig, train_model
-from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, RUN_RECORD, check_accelerator
+from awrsr.train.trainer import CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, LOG_FILE, RUN_RECORD, check_accelerator
 
 
 TEST_RANKS_FILE = "test_ranks.npy"
@@ -140,7 +141,12 @@ def fit(
     never deletes a model before its replacement exists. Two processes never train into one
     directory: the second gets a clear error. ``print_test=False`` prints validation metrics only
     (tuning selects on validation; the test scores are still recorded in metrics.json)."""
-    run_dir = Path(output_dir)
+    run_dir = user_path(output_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"output_dir {run_dir} is a file; a run needs a directory")
+    check_data_outside_run(data, run_dir)  # even with overwrite: the data must survive the run
+    if not resume and not overwrite:
+        refuse_foreign_files(run_dir)  # before the lock, which would leave its file in the user's folder
     created = not run_dir.exists()
     lock = run_lock(run_dir)
     try:
@@ -164,17 +170,51 @@ def fit(
             run_dir.rmdir()
 
 
+# What a run writes into its directory: a fresh fit replaces these names and nothing else.
+RUN_FILES = (METRICS_FILE, *REQUIRED_FILES, TEST_RANKS_FILE, LOG_FILE, HISTORY_FILE, CHECKPOINT_DIR)
+
+
 def refuse_to_replace(run_dir: Path) -> None:
-    """An ArtifactError if ``run_dir`` holds a run that a fresh fit would delete."""
+    """An ArtifactError if ``run_dir`` holds a run that a fresh fit would delete, or files of the
+    user's that it would replace (a ``config.yaml`` of their own in ``output_dir: .``, say). A run
+    that failed before finishing (its checkpoint directory holds the run record written at its
+    start) is replaced without asking, as a repeated command expects."""
     if (run_dir / METRICS_FILE).is_file():
         held = "a finished run"
     elif (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
         held = "an interrupted run (continue it with --resume true)"
     else:
+        refuse_foreign_files(run_dir)
         return
     raise ArtifactError(
         f"{run_dir} holds {held}; choose another output_dir, or pass --overwrite true to delete it and start afresh"
     )
+
+
+def refuse_foreign_files(run_dir: Path) -> None:
+    """An ArtifactError if ``run_dir`` holds files with the names a run writes but no run record
+    (which every run of awrsr writes first): they are the user's, and a fit would replace them."""
+    if not run_dir.is_dir() or (run_dir / CHECKPOINT_DIR / RUN_RECORD).is_file():
+        return
+    taken = [name for name in RUN_FILES if (run_dir / name).exists()]
+    if taken:
+        raise ArtifactError(
+            f"{run_dir} holds files that awrsr did not write and a run would replace ({', '.join(taken)}); "
+            "choose another output_dir, or pass --overwrite true to replace them"
+        )
+
+
+def check_data_outside_run(data: DataConfig, run_dir: Path) -> None:
+    """A ConfigError if the training data is one of the files the run writes (a log named
+    history.csv in output_dir, say): the run would overwrite its own data."""
+    if data.path is None:
+        return
+    source = user_path(data.path)
+    if source.exists() and any(source.resolve() == (run_dir / name).resolve() for name in RUN_FILES):
+        raise ConfigError(
+            f"data.path {data.path} is a file that the run writes into output_dir {run_dir}; "
+            "move the data or choose another output_dir"
+        )
 
 
 def _fit(

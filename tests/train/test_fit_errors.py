@@ -38,6 +38,58 @@ def test_an_interrupted_run_is_kept_and_the_error_says_how_to_continue(trained_r
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
 
 
+def test_files_awrsr_did_not_write_are_never_replaced(tmp_path):
+    run_dir = tmp_path / "project"  # output_dir: . in a folder that holds the user's own config.yaml
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("# my notes\nmodel: {name: sasrec}\n")
+    with pytest.raises(ArtifactError, match=r"files that awrsr did not write and a run would replace \(config.yaml\)"):
+        fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+    assert (run_dir / "config.yaml").read_text().startswith("# my notes")
+    assert sorted(p.name for p in run_dir.iterdir()) == ["config.yaml"]
+
+
+def test_the_training_data_is_never_a_file_the_run_writes(tmp_path):
+    from awrsr.data import DataConfig
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    log = run_dir / "history.csv"  # a log that happens to share a name with the run's epoch history
+    log.write_text("user_id,item_id\n1,2\n")
+    cfg = tiny_run_config(run_dir, max_epochs=1)
+    cfg["data"] = DataConfig(path=str(log), format="csv")
+    with pytest.raises(ConfigError, match="is a file that the run writes into output_dir"):
+        fit(**cfg, console=QUIET, overwrite=True)  # not even when asked to overwrite
+    assert log.read_text() == "user_id,item_id\n1,2\n"
+
+
+def test_output_dir_that_is_a_file_is_a_clear_error(tmp_path):
+    taken = tmp_path / "events.csv"
+    taken.write_text("x")
+    with pytest.raises(ConfigError, match="output_dir .*events.csv is a file; a run needs a directory"):
+        fit(**tiny_run_config(taken, max_epochs=1), console=QUIET)
+
+
+def test_a_tilde_output_dir_keeps_the_whole_run_in_one_place(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    fit(**tiny_run_config("~/run", max_epochs=1), console=QUIET)
+    run_dir = tmp_path / "run"  # Lightning expands "~" itself: the checkpoints must land beside the model
+    assert (run_dir / "metrics.json").is_file() and (run_dir / "checkpoints" / "last.ckpt").is_file()
+    assert not (tmp_path / "~").exists()
+
+
+def test_a_run_that_failed_is_replaced_by_the_repeated_command(tmp_path, monkeypatch):
+    def blown_up(self, batch, batch_idx):
+        raise FloatingPointError("the model produced NaN scores")
+
+    monkeypatch.setattr(SequentialRecommenderModule, "validation_step", blown_up)
+    run_dir = tmp_path / "run"
+    with pytest.raises(TrainingDiverged):
+        fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+    monkeypatch.undo()
+    assert fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET).metrics["selection"]["epochs_trained"] == 1
+
+
 def test_divergence_is_one_clear_error_naming_the_epoch_and_the_learning_rate(tmp_path, monkeypatch):
     def blown_up(self, batch, batch_idx):  # what validation meets once the weights are NaN
         raise FloatingPointError("the model produced NaN scores")

@@ -11,6 +11,7 @@ from awrsr.data.config import DataConfig
 from awrsr.data.tabular import is_frame, read_frame, read_table_file
 from awrsr.data.text_formats import read_movielens, read_whitespace
 from awrsr.errors import DataError
+from awrsr.files import user_path
 
 _BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv"}
 
@@ -44,7 +45,7 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
         return read_frame(source, config)
     if not isinstance(source, (str, Path)):
         raise TypeError(f"source must be a path or a DataFrame, got {type(source).__name__}")
-    path = Path(source).expanduser()
+    path = user_path(source)
     if not path.exists():
         # a relative path is read from the current directory, not from the config file's (say so)
         where = "" if path.is_absolute() else f" (relative to the current directory {Path.cwd()}; set data.path)"

@@ -16,7 +16,7 @@ from rich.console import Console
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import finished_run, option_args, run_or_reuse, run_status
-from awrsr.files import csv_text, write_text_atomic
+from awrsr.files import csv_text, user_path, write_text_atomic
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
@@ -54,7 +54,7 @@ def variant_options(
 def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """A YAML mapping of variant names to option sets (see configs/compare/)."""
     try:
-        variants = yaml.safe_load(Path(path).read_text())
+        variants = yaml.safe_load(user_path(path).read_text())
     except (OSError, yaml.YAMLError) as err:
         raise ConfigError(f"{path}: cannot read the variants file ({err})") from None
     if not isinstance(variants, dict) or not all(isinstance(o, dict) or o is None for o in variants.values()):
@@ -87,7 +87,7 @@ def run_compare(
     finished runs, naming the missing ones.
     """
     console = console or Console()
-    output_dir = Path(output_dir)
+    output_dir = user_path(output_dir)
     try:  # now, not after hours of training
         bucket_labels(length_edges)
     except ValueError as err:

@@ -23,6 +23,7 @@ import polars as pl  # noqa: E402
 import torch  # noqa: E402
 
 from awrsr.errors import ArtifactError, ConfigError  # noqa: E402
+from awrsr.files import user_path  # noqa: E402
 from awrsr.experiments.by_length import held_out_ranks  # noqa: E402  (re-exported)
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, collection_error, runs_inside  # noqa: E402
 from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
@@ -198,8 +199,8 @@ def draw_figures(
     path (needed for a run trained from a data frame). Everything is checked before any file or
     directory is written.
     """
-    directory = Path(directory)
-    out = Path(output_dir) if output_dir else directory / "figures"
+    directory = user_path(directory)
+    out = user_path(output_dir) if output_dir else directory / "figures"
     runs = _runs_to_draw(directory, out)
     single = list(runs.values()) == [directory]
     cases = {
@@ -223,7 +224,8 @@ def _runs_to_draw(directory: Path, out: Path) -> dict[str, Path]:
     """{label: run directory}: the run itself, or a comparison's first finished seed per variant;
     anything else (missing, unfinished, a tune directory) is an ``ArtifactError``."""
     if not directory.is_dir():
-        raise ArtifactError(f"run directory not found: {directory}")
+        raise ArtifactError(f"{directory} is a file, not a run or compare directory" if directory.exists()
+                            else f"run directory not found: {directory}")
     if (directory / METRICS_FILE).is_file():  # a finished run (metrics.json is written last)
         return {directory.name: directory}
     if (directory / CONFIG_FILE).is_file():

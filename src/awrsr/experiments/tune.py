@@ -29,11 +29,11 @@ from rich.progress import Progress
 
 from awrsr.errors import ConfigError, TrainingDiverged
 from awrsr.experiments.runs import known_keys, run_or_reuse
-from awrsr.files import csv_text, write_text_atomic
+from awrsr.files import csv_text, user_path, write_text_atomic
 
 
 def load_search_space(path: str | Path) -> dict[str, list[Any]]:
-    path = Path(path)
+    path = user_path(path)
     if not path.is_file():
         raise ConfigError(f"search space file not found: {path}")
     space = yaml.safe_load(path.read_text())
@@ -69,7 +69,7 @@ def run_tune(
     """Run the grid (or ``max_trials`` of it, sampled with ``sample_seed``) and return the best
     trial's parameters by validation ``train.monitor``. Writes trials.csv and best.yaml."""
     console = console or Console()
-    output_dir = Path(output_dir)
+    output_dir = user_path(output_dir)
     if not Path(config).is_file():  # else every trial would fail on it, one by one
         raise ConfigError(f"base config not found: {config}")
     trials = grid(space)

@@ -20,7 +20,7 @@ from torch import nn
 
 from awrsr.data import Vocabulary
 from awrsr.errors import ArtifactError, AwrsrError
-from awrsr.files import write_bytes_atomic, write_text_atomic
+from awrsr.files import user_path, write_bytes_atomic, write_text_atomic
 from awrsr.models import ModelConfig, build_model
 
 CONFIG_FILE = "config.yaml"
@@ -79,9 +79,10 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     ``max_len`` is a check, not an override: a model's position embeddings (and any refinement
     matrices) fix its maximum length, so asking for another one is an error.
     """
-    directory = Path(directory)
+    directory = user_path(directory)
     if not directory.is_dir():
-        raise ArtifactError(f"artifact directory not found: {directory}")
+        raise ArtifactError(f"{directory} is a file, not a run directory" if directory.exists()
+                            else f"artifact directory not found: {directory}")
     missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
     if missing:
         raise collection_error(directory) or ArtifactError(

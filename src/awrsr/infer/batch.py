@@ -23,7 +23,7 @@ import polars as pl
 from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
 from awrsr.errors import ConfigError, DataError
-from awrsr.files import write_atomic
+from awrsr.files import user_path, write_atomic
 from awrsr.infer.recommender import Recommender
 
 OUTPUT_FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
@@ -154,7 +154,7 @@ def score_log_file(
     prints it). Errors name the command's options rather than the training config's."""
     if output is not None:
         out = check_output_path(output)
-        if Path(input).expanduser().exists() and out.exists() and out.resolve() == Path(input).expanduser().resolve():
+        if user_path(input).exists() and out.exists() and out.resolve() == user_path(input).resolve():
             raise ConfigError(f"output {output} is the input log; writing it would replace the interactions")
     try:
         data = log_data_config(stored_data, input, **(reading or {}))
@@ -172,7 +172,7 @@ def score_log_file(
 def check_output_path(path: str | Path) -> Path:
     """``path`` as a place ``write_recommendations`` can write: a known suffix in an existing,
     writable directory."""
-    path = Path(path).expanduser()
+    path = user_path(path)
     suffix = path.suffix.lower()
     if suffix not in OUTPUT_FORMATS:
         raise ConfigError(
