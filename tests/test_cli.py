@@ -68,6 +68,9 @@ def test_fit_runs_from_a_config_file(tmp_path, capsys):
         ("train:\n  max_time: 5min\n", "train.max_time"),
         ("model:\n  name: stosa\n", "model.attention"),  # STOSA needs the wasserstein attention
         ("train:\n  loss: stosa\n", "train.loss"),  # STOSA's loss on SASRec
+        ("train:\n  seed: -1\n", "train.seed must be in 0..4294967295"),  # numpy's range, before the data
+        ("train:\n  seed: 4294967296\n", "train.seed must be in 0..4294967295"),
+        ("train:\n  num_negatives: -5\n", "train.num_negatives must be >= 1"),  # whatever the loss
     ],
 )
 def test_bad_configs_name_the_field(tmp_path, capsys, yaml_text, expected):

@@ -16,7 +16,7 @@ into options and YAML configs (``--config``), and rejects unknown keys.
 import json
 import os
 import sys
-from typing import List, Literal, Optional
+from typing import List, Literal, Optional, Union
 
 from jsonargparse import CLI
 
@@ -268,7 +268,7 @@ def tune(
 
 def compare(
     base_config: str,
-    variants: List[str] = ["simp", "value", "add"],
+    variants: List[Union[str, int, float]] = ["simp", "value", "add"],  # numbers: --key train.lr --variants [0.01]
     seeds: List[int] = [42, 43, 44],
     output_dir: str = "runs/compare",
     key: str = "model.refine",

@@ -63,6 +63,39 @@ def test_bad_search_space_is_a_clear_error(tmp_path):
         load_search_space(space)
     space.write_text("data.synthetic.num_users: [10]\ntrain.lr: [0.1]\n")
     assert load_search_space(space) == {"data.synthetic.num_users": [10], "train.lr": [0.1]}
+    space.write_text("train.lr: [0.001, 0.01\n")
+    with pytest.raises(ConfigError, match="space.yaml: not valid YAML"):
+        load_search_space(space)
+
+
+def test_what_would_fail_every_trial_fails_once_before_any_trains(tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    space = {"train.lr": [0.001, 0.01]}
+    for max_trials in (0, -1):
+        with pytest.raises(ConfigError, match=f"max_trials must be >= 1, got {max_trials}"):
+            run_tune(str(base), space, tmp_path / "t", max_trials=max_trials, console=QUIET)
+    with pytest.raises(ConfigError, match="--set train.max_epoch: unknown config key; did you mean train.max_epochs"):
+        run_tune(str(base), space, tmp_path / "t", extra={"train.max_epoch": "1"}, console=QUIET)
+    base.write_text("train: {max_epochs: 1\n")
+    with pytest.raises(ConfigError, match="base.yaml: not valid YAML"):
+        run_tune(str(base), space, tmp_path / "t", console=QUIET)
+    assert not (tmp_path / "t").exists()
+
+
+def test_compare_refuses_variant_names_that_are_not_directory_names_and_bad_seeds(tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    for name in ("/data/books.csv", "..", "a/b"):
+        with pytest.raises(ConfigError, match="cannot be a directory name under output_dir"):
+            run_compare(str(base), {name: {"train.lr": 0.01}}, [1], tmp_path / "c", console=QUIET)
+    with pytest.raises(ConfigError, match="cannot be a directory name under output_dir"):
+        run_compare(str(base), ["/data/books.csv"], [1], tmp_path / "c", key="data.path", base="x", console=QUIET)
+    with pytest.raises(ConfigError, match=r"seeds: each must be in 0..4294967295, got -1"):
+        run_compare(str(base), ["simp"], [-1], tmp_path / "c", console=QUIET)
+    with pytest.raises(ConfigError, match="variant 'b' sets train.seed; the comparison's seeds are given by --seeds"):
+        run_compare(str(base), {"a": {}, "b": {"train.seed": 3}}, [1], tmp_path / "c", console=QUIET)
+    assert not (tmp_path / "c").exists()
 
 
 TINY = [

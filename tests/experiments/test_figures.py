@@ -52,6 +52,27 @@ def test_plot_on_a_missing_directory_creates_nothing(tmp_path, capsys):
     assert not (tmp_path / "nope").exists()
 
 
+def test_plot_names_a_damaged_file_and_a_file_given_as_directory(trained_run, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run_dir)
+    (run_dir / "history.csv").write_text("")
+    code, _, err = run_cli(capsys, "plot", str(run_dir), "--output_dir", str(tmp_path / "f"))
+    assert code == 2 and "history.csv: cannot read it as the CSV awrsr writes" in " ".join(err.split()), err
+    (run_dir / "history.csv").write_text("a,b\n1,2\n")
+    code, _, err = run_cli(capsys, "plot", str(run_dir), "--output_dir", str(tmp_path / "f"))
+    assert code == 2 and "no column 'epoch'" in err, err
+    (run_dir / "test_ranks.npy").write_text("garbage")
+    from awrsr.experiments.by_length import held_out_ranks
+
+    with pytest.raises(ArtifactError, match="not a .npy array written by awrsr") as caught:
+        held_out_ranks(run_dir)
+    assert "pickle" not in str(caught.value)  # numpy's advice to unpickle is never passed on
+    code, _, err = run_cli(capsys, "plot", str(run_dir / "metrics.json"))
+    assert code == 2 and "is a file, not a run or compare directory" in err, err
+    code, _, err = run_cli(capsys, "evaluate", str(run_dir / "metrics.json"))
+    assert code == 2 and "is a file, not a run directory" in err, err
+
+
 def test_frame_run_needs_its_data_for_evaluate_and_plot(frame_run, tmp_path, capsys):
     run_dir, csv, frame = frame_run
     code, _, err = run_cli(capsys, "evaluate", str(run_dir))

@@ -114,8 +114,8 @@ def held_out_ranks(run_dir: Path, recompute: bool = True) -> np.ndarray | None:
     if path.is_file():
         try:
             return np.load(path)
-        except (OSError, ValueError, EOFError) as err:
-            raise ArtifactError(f"{path}: cannot read the test ranks ({err})") from None
+        except (OSError, ValueError, EOFError):  # numpy's message suggests unpickling: never
+            raise ArtifactError(f"{path}: cannot read the test ranks (not a .npy array written by awrsr, or damaged)") from None
     return rank_artifact(run_dir, split="test").ranks.numpy() if recompute else None
 
 

@@ -5,6 +5,7 @@ p-value)."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -46,9 +47,37 @@ def variant_options(
         if not variants:
             raise ConfigError("the variants file names no variant")
         named = {str(name): dict(options or {}) for name, options in variants.items()}
+        check_variant_names(list(named))
         base = base if base in named else next(iter(named))
         return base, {base: named[base], **named}
-    return base, {name: {key: name} for name in [base, *[v for v in variants if v != base]]}
+    names = [str(base), *[str(v) for v in variants if str(v) != str(base)]]
+    check_variant_names(names)
+    return names[0], {name: {key: name} for name in names}
+
+
+# A variant's name is its directory under output_dir: one plain path component.
+_UNSAFE_NAME = re.compile(r"[/\\\x00]|^\.\.?$|^$")
+
+
+def check_variant_names(names: Sequence[str]) -> None:
+    """Each name becomes ``output_dir/<name>``: a name with a path separator (a file path given as
+    a value of ``key``, say) would write outside it or nest runs, so it is refused."""
+    for name in names:
+        if _UNSAFE_NAME.search(name):
+            raise ConfigError(
+                f"variant name {name!r} cannot be a directory name under output_dir (no '/', '\\', '.' or '..'); "
+                "name the variants in a variants file, e.g. books: {data.path: /data/books.csv}"
+            )
+
+
+def check_seeds(seeds: Sequence[int], options: Mapping[str, Mapping[str, Any]]) -> None:
+    """Seeds are the comparison's own axis: each in numpy's range, and none set by a variant."""
+    for seed in seeds:
+        if not 0 <= seed < 2**32:
+            raise ConfigError(f"seeds: each must be in 0..{2**32 - 1}, got {seed}")
+    for name, variant in options.items():
+        if "train.seed" in variant:
+            raise ConfigError(f"variant {name!r} sets train.seed; the comparison's seeds are given by --seeds")
 
 
 def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -94,6 +123,7 @@ def run_compare(
         raise ConfigError(f"length_edges: {err}") from None
     base, options = variant_options(variants, key, base)
     options, references = split_references(options, base)
+    check_seeds(seeds, options)
     label = "model" if isinstance(variants, Mapping) else key
     for name, variant in options.items():  # every variant must build before any trains
         check_variant(config, {**(extra or {}), **variant}, name)

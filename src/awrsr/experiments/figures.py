@@ -33,7 +33,20 @@ def _history(run_dir: Path) -> pl.DataFrame:
     path = run_dir / "history.csv"
     if not path.is_file():
         raise ArtifactError(f"{run_dir}: no history.csv (not a finished awrsr run?)")
-    return pl.read_csv(path)
+    return read_result_table(path, ["epoch"])
+
+
+def read_result_table(path: Path, columns: list[str]) -> pl.DataFrame:
+    """A CSV that awrsr wrote (history.csv, runs.csv, by_length.csv), with ``columns``; an
+    ArtifactError naming the file if it is empty, damaged or not ours."""
+    try:
+        table = pl.read_csv(path)
+    except (OSError, pl.exceptions.PolarsError) as err:
+        raise ArtifactError(f"{path}: cannot read it as the CSV awrsr writes ({str(err).splitlines()[0]})") from None
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ArtifactError(f"{path}: no column {', '.join(map(repr, missing))}; not a table awrsr wrote, or damaged")
+    return table
 
 
 def plot_curves(runs: dict[str, Path], column: str, ylabel: str, out: Path) -> Path | None:
@@ -86,7 +99,7 @@ def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20, data_path:
 def plot_by_length(table_csv: Path, out: Path) -> Path:
     """Grouped bars: each variant's mean (± std over seeds) per bucket of history length, from a
     comparison's by_length.csv."""
-    table = pl.read_csv(table_csv)
+    table = read_result_table(table_csv, ["variant", "bucket", "users", "mean", "std", "metric"])
     buckets = list(dict.fromkeys(table["bucket"].cast(pl.Utf8).to_list()))
     variants = list(dict.fromkeys(table["variant"].cast(pl.Utf8).to_list()))
     users = dict(zip(table["bucket"].cast(pl.Utf8), table["users"]))
@@ -248,7 +261,7 @@ def _variant_dirs(directory: Path, out: Path) -> list[Path]:
     found = sorted(p for p in directory.iterdir() if p.is_dir() and p != out and not p.name.startswith("."))
     order: list[str] = []
     if (directory / "runs.csv").is_file():
-        order = list(dict.fromkeys(pl.read_csv(directory / "runs.csv")["variant"].cast(pl.Utf8).to_list()))
+        order = list(dict.fromkeys(read_result_table(directory / "runs.csv", ["variant"])["variant"].cast(pl.Utf8).to_list()))
     return sorted(found, key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name))
 
 

@@ -16,6 +16,7 @@ trial is never re-run and an interrupted search resumes. Only validation metrics
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import json
@@ -36,7 +37,10 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
     path = user_path(path)
     if not path.is_file():
         raise ConfigError(f"search space file not found: {path}")
-    space = yaml.safe_load(path.read_text())
+    try:
+        space = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({err})") from None
     if not isinstance(space, dict) or not space:
         raise ConfigError(f"{path}: expected a mapping of config keys to lists of values")
     known = known_keys()
@@ -46,6 +50,20 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
         if key not in known:
             raise ConfigError(f"{path}: unknown config key {key!r}")
     return space
+
+
+def check_fixed_options(config: str, extra: dict[str, Any]) -> None:
+    """What would fail every trial alike fails once, now: a base config that is not YAML, or a
+    misspelt key among the options given to every trial."""
+    try:
+        yaml.safe_load(Path(config).read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{config}: not valid YAML ({err})") from None
+    known = known_keys()
+    for key in extra:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            raise ConfigError(f"--set {key}: unknown config key" + (f"; did you mean {close[0]}?" if close else ""))
 
 
 def grid(space: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -72,6 +90,9 @@ def run_tune(
     output_dir = user_path(output_dir)
     if not Path(config).is_file():  # else every trial would fail on it, one by one
         raise ConfigError(f"base config not found: {config}")
+    if max_trials is not None and max_trials < 1:
+        raise ConfigError(f"max_trials must be >= 1, got {max_trials}")
+    check_fixed_options(config, extra or {})
     trials = grid(space)
     if max_trials is not None and max_trials < len(trials):
         trials = random.Random(sample_seed).sample(trials, max_trials)

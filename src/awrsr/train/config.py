@@ -67,8 +67,10 @@ class TrainConfig:
             raise ConfigError(f"train.loss: unknown loss {self.loss!r}; known: {', '.join(LOSSES.names())}")
         # Resolved in a property, not written back: a default instance must not carry one loss's
         # default into a config that only changes the loss.
-        if self.loss != "ce" and self.num_negatives is not None and self.num_negatives < 1:
-            raise ConfigError(f"train.num_negatives must be >= 1 for loss {self.loss!r}, got {self.num_negatives}")
+        if self.num_negatives is not None and self.num_negatives < 1:
+            raise ConfigError(f"train.num_negatives must be >= 1, got {self.num_negatives}")
+        if not 0 <= self.seed < 2**32:  # numpy's range; checked now, not after the data is read
+            raise ConfigError(f"train.seed must be in 0..{2**32 - 1}, got {self.seed}")
         for name in ("batch_size", "max_epochs", "val_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"train.{name} must be >= 1, got {getattr(self, name)}")
