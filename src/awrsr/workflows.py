@@ -28,7 +28,7 @@ from awrsr.data import (
     DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, data_config_from_dict, leave_one_out,
     load_sequence_data, print_stats,
 )
-from awrsr.errors import ArtifactError, AwrsrError, ConfigError
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.files import user_path
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
 from awrsr.infer.artifact import (
@@ -441,7 +441,12 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         )
     if data_path is not None:
         data_config.path = data_path
-    dataset = load_sequence_data(data_config, frame=frame)
+    try:
+        dataset = load_sequence_data(data_config, frame=frame)
+    except DataError as err:  # the stored path: the run's own data, which the user points to with --data_path
+        if data_path is not None or type(err) is not DataError or "set data.path" not in str(err):
+            raise
+        raise DataError(str(err).replace("set data.path", "pass --data_path if the data moved")) from None
     try:
         _check_fingerprint(artifact.metrics, dataset, artifact.directory)
     except ArtifactError as err:

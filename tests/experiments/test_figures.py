@@ -73,6 +73,24 @@ def test_plot_names_a_damaged_file_and_a_file_given_as_directory(trained_run, tm
     assert code == 2 and "is a file, not a run directory" in err, err
 
 
+def test_evaluate_names_its_own_option_when_the_stored_data_path_is_gone(tmp_path, monkeypatch, capsys):
+    from awrsr.data import DataConfig
+    from awrsr.workflows import fit
+
+    work = tmp_path / "work"
+    work.mkdir()
+    interactions(60).write_csv(work / "d.csv")
+    monkeypatch.chdir(work)
+    config = tiny_run_config(work / "run", max_epochs=1)
+    config["data"] = DataConfig(path="d.csv", min_user_interactions=0, min_item_interactions=0)
+    fit(**config, console=Console(quiet=True))
+    monkeypatch.chdir(tmp_path)  # the relative path no longer leads to the data
+    code, _, err = run_cli(capsys, "evaluate", str(work / "run"))
+    assert code == 2 and "data file not found: d.csv" in err and "pass --data_path if the data moved" in err, err
+    code, out, _ = run_cli(capsys, "evaluate", str(work / "run"), "--data_path", str(work / "d.csv"))
+    assert code == 0 and "NDCG@10" in out
+
+
 def test_frame_run_needs_its_data_for_evaluate_and_plot(frame_run, tmp_path, capsys):
     run_dir, csv, frame = frame_run
     code, _, err = run_cli(capsys, "evaluate", str(run_dir))
