@@ -1,9 +1,12 @@
 """Batch scoring of a whole log (``awrsr recommend --input``): every user gets what
 ``Recommender.recommend`` gives their history alone, and what cannot be scored is reported."""
 
+import shutil
+
 import polars as pl
 import pytest
 import torch
+import yaml
 
 from awrsr.data import DataConfig, Vocabulary
 from awrsr.errors import ConfigError, DataError
@@ -187,10 +190,6 @@ def test_a_file_suffix_beats_the_training_format_and_empty_strings_clear_options
 
 @pytest.fixture()
 def artifact_trained_on_whitespace_with_times(trained_run, tmp_path):
-    import shutil
-
-    import yaml
-
     copy = tmp_path / "artifact"
     shutil.copytree(trained_run.run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
     config = yaml.safe_load((copy / "config.yaml").read_text())
@@ -214,6 +213,20 @@ def test_cli_refuses_to_write_over_its_input_log(trained_run, log_file, capsys):
     code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log_file), "--output", str(log_file))
     assert code == 2 and "is the input log" in stderr
     assert log_file.read_text() == before
+
+
+
+def test_cli_refuses_to_write_over_the_models_training_data(trained_run, log_file, tmp_path, capsys):
+    copy = tmp_path / "model"
+    shutil.copytree(trained_run.run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    data = tmp_path / "train.csv"
+    data.write_text("user_id,item_id\n1,2\n")
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["data"]["path"] = str(data)  # as if trained on this file
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    code, _, stderr = run_cli(capsys, "recommend", str(copy), "--input", str(log_file), "--output", str(data))
+    assert code == 2 and "is the model's training data" in stderr, stderr
+    assert data.read_text() == "user_id,item_id\n1,2\n"
 
 
 def test_a_reader_that_stops_early_ends_the_command_quietly(trained_run, log_file, capsys, monkeypatch):

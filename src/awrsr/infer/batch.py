@@ -154,8 +154,10 @@ def score_log_file(
     prints it). Errors name the command's options rather than the training config's."""
     if output is not None:
         out = check_output_path(output)
-        if user_path(input).exists() and out.exists() and out.resolve() == user_path(input).resolve():
-            raise ConfigError(f"output {output} is the input log; writing it would replace the interactions")
+        if out.exists():  # a log is never replaced by recommendations: the input, or the model's training data
+            for what, source in (("the input log", input), ("the model's training data", (stored_data or {}).get("path"))):
+                if source and user_path(source).exists() and out.resolve() == user_path(source).resolve():
+                    raise ConfigError(f"output {output} is {what}; writing it would replace the interactions")
     try:
         data = log_data_config(stored_data, input, **(reading or {}))
         result = recommend_log(recommender, input, data, k, exclude_seen, unknown, exclude, batch_size)
