@@ -47,6 +47,9 @@ def test_a_batch_answers_each_history_as_alone(client):
         ({"history": [999999], "k": 3, "ignore_unknown": True}, "no known item id"),
         ({"history": [1], "top_k": 3}, "top_k"),  # a misspelt option is not silently the default
         ({"history": [True], "k": 3}, "history"),  # JSON true is not item 1
+        ({"history": [1], "k": True}, "k"),  # nor k = 1
+        ({"history": [1], "k": "5"}, "k"),
+        ({"history": [1], "k": 3, "ignore_unknown": "no"}, "ignore_unknown"),
         ({"history": [1], "k": 3, "include_seen": "maybe"}, "include_seen"),
     ],
 )

@@ -34,7 +34,7 @@ try:
     import anyio
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
-    from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+    from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 except ImportError:  # the optional "serve" extra is not installed
     FastAPI = None  # type: ignore[assignment,misc]
 
@@ -45,9 +45,10 @@ if FastAPI is not None:
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")  # a misspelt option is an error, not a default
 
-        k: int = Field(10, ge=1, le=MAX_K, description="how many items to return")
-        include_seen: bool = Field(False, description="allow items already in the history")
-        ignore_unknown: bool = Field(False, description="skip ids the model does not know instead of failing")
+        # Strict too: JSON true is not k = 1, nor "5" a number, nor "no" a boolean.
+        k: StrictInt = Field(10, ge=1, le=MAX_K, description="how many items to return")
+        include_seen: StrictBool = Field(False, description="allow items already in the history")
+        ignore_unknown: StrictBool = Field(False, description="skip ids the model does not know instead of failing")
         exclude: list[ItemId] = Field(
             default_factory=list, max_length=MAX_EXCLUDE,
             description="item ids never to recommend (sold out, blocked); ids the model does not know are skipped",
