@@ -30,7 +30,7 @@ def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
     if fmt == "parquet":
         return _from_columns(_read(path, fmt, lambda: pl.read_parquet(path)), config, str(path), None)
     sep = config.separator or ("," if fmt == "csv" else "\t")
-    frame = _read(path, fmt, lambda: _read_text_table(path, sep, config))
+    frame = _read(path, fmt, lambda: _read_text_table(path, sep, config), lambda: _first_bad_line(path, sep))
     lines = TextLines(path, sep, config.has_header)
     _check_header(frame.columns, config, lines)
     ids = [name for name in (config.user_col, config.item_col) if name in frame.columns]
@@ -38,12 +38,43 @@ def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
     return _from_columns(frame, config, str(path), lines)
 
 
-def _read(path: Path, fmt: str, reader: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+def _read(
+    path: Path, fmt: str, reader: Callable[[], pl.DataFrame], diagnose: Callable[[], str | None] = lambda: None,
+) -> pl.DataFrame:
     try:
         return reader()
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
+        found = diagnose()  # polars' message rarely names the line: look for it ourselves
+        if found:
+            raise DataError(f"{path}:{found}") from None
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise DataError(f"{path}: cannot read as {fmt}: {first}") from None
+
+
+def _first_bad_line(path: Path, sep: str) -> str | None:
+    """``"<line>: <what>"`` for the first line of a CSV/TSV file that is not valid UTF-8 or has
+    another number of fields than the first row; None if neither (the caller keeps polars' words)."""
+    try:
+        raw = path.read_bytes()
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = raw.count(b"\n", 0, err.start) + 1
+            return f"{line}: not valid UTF-8 text ({err.reason})"
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle, delimiter=sep)
+            expected, start = None, 1
+            for record in reader:
+                begin, start = start, reader.line_num + 1
+                if not record:
+                    continue
+                if expected is None:
+                    expected = len(record)
+                elif len(record) != expected:
+                    return f"{begin}: {len(record)} fields, but the first row has {expected}"
+    except (OSError, csv.Error):
+        return None
+    return None
 
 
 def _read_text_table(path: Path, sep: str, config: DataConfig) -> pl.DataFrame:
