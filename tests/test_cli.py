@@ -50,10 +50,12 @@ def test_fit_runs_from_a_config_file(tmp_path, capsys):
         "model:\n  max_len: 10\n  hidden_size: 8\n  num_blocks: 1\n"
         f"train:\n  max_epochs: 2\n  progress_bar: false\noutput_dir: {tmp_path / 'run'}\n"
     )
-    code, out, err = run_cli(capsys, "fit", "--config", str(config))
+    code, out, err = run_cli(capsys, "fit", "--config", str(config), "--model.mask_prob", "0.5")
     assert code == 0, err
     assert (tmp_path / "run" / "model.safetensors").is_file()
     assert "popularity" in out
+    # an option the model never reads is said, not silently dropped
+    assert "note: model.mask_prob has no effect here (only model.name 'bert4rec' reads it)" in " ".join(out.split())
 
 
 @pytest.mark.parametrize(

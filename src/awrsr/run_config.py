@@ -82,3 +82,35 @@ def config_differences(
 def _plain(value: Any) -> Any:
     """Compare YAML-loaded and in-memory values alike (tuples load back as lists)."""
     return yaml.safe_load(yaml.safe_dump(value))
+
+
+# Options that only some parts read: (dotted key, when it is read). Set away from its default
+# where nothing reads it, an option changes nothing, which a comparison of it would hide.
+_READ_ONLY_BY: tuple[tuple[str, str, Any], ...] = (
+    ("model.mask_prob", "model.name 'bert4rec'", lambda model, train: model.name == "bert4rec"),
+    ("model.refine_value_form", "model.refine 'value'", lambda model, train: model.refine == "value"),
+    *((f"model.{key}", "a model.refine other than 'none'", lambda model, train: model.refine != "none")
+      for key in ("refine_per_head", "refine_scale", "refine_init_std", "refine_blocks")),
+    ("train.pvn_weight", "train.loss 'stosa'", lambda model, train: train.loss == "stosa"),
+    ("train.num_negatives", "a train.loss other than 'ce'", lambda model, train: train.loss != "ce"),
+    ("train.adversarial_alpha", "model.attention 'calibrated'", lambda model, train: model.attention == "calibrated"),
+)
+
+
+def inert_options(model: Any, train: Any) -> dict[str, str]:
+    """``{dotted key: what reads it}`` for the options of ``model`` (ModelConfig) and ``train``
+    (TrainConfig) set away from their defaults that the chosen parts never read.
+
+    >>> from awrsr.models import ModelConfig
+    >>> from awrsr.train import TrainConfig
+    >>> inert_options(ModelConfig(mask_prob=0.5), TrainConfig())
+    {'model.mask_prob': "model.name 'bert4rec'"}
+    """
+    parts = {"model": model, "train": train}
+    inert = {}
+    for key, reader, is_read in _READ_ONLY_BY:
+        section, name = key.split(".")
+        part = parts[section]
+        if not is_read(model, train) and _plain(getattr(part, name)) != _plain(getattr(type(part)(), name)):
+            inert[key] = reader
+    return inert

@@ -35,7 +35,7 @@ from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, save_artifact, write_metrics,
 )
 from awrsr.models import ModelConfig, PopularityModel, build_model
-from awrsr.run_config import config_differences
+from awrsr.run_config import config_differences, inert_options
 from awrsr.train import TrainConfig, train_model
 from awrsr.train.trainer import CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, LOG_FILE, RUN_RECORD, check_accelerator
 
@@ -235,6 +235,8 @@ def _fit(
     config = {name: asdict(part) for name, part in parts.items()}
     started_with = check_resumable(run_dir, parts) if resume else None
     check_parts_fit(model, train)  # before the data is read: parts that do not fit together fail now
+    for key, reader in inert_options(model, train).items():
+        console.print(f"[yellow]note: {key} has no effect here (only {reader} reads it)[/yellow]")
 
     dataset = load_sequence_data(data, frame=frame)
     print_stats(dataset.stats, dataset.fingerprint, console=console)

@@ -83,6 +83,36 @@ def test_what_would_fail_every_trial_fails_once_before_any_trains(tmp_path):
     assert not (tmp_path / "t").exists()
 
 
+def test_compare_refuses_a_variant_that_differs_only_in_options_no_model_reads(tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    # SASRec never reads BERT4Rec's mask probability: both runs would train the same model
+    with pytest.raises(ConfigError, match="variant '0.5' differs from '0.2' only in model.mask_prob, which neither model reads"):
+        run_compare(str(base), ["0.5"], [1], tmp_path / "c", key="model.mask_prob", base="0.2", console=QUIET)
+    with pytest.raises(ConfigError, match="only in model.refine_per_head"):
+        run_compare(str(base), {"plain": {}, "per-head": {"model.refine_per_head": True}}, [1], tmp_path / "c", console=QUIET)
+    assert not (tmp_path / "c").exists()
+    # where a model reads it, the same option is a real variant (BERT4Rec's mask probability)
+    from awrsr.experiments.compare import check_variant, check_variants_differ
+
+    resolved = {name: check_variant(str(base), {"model.name": "bert4rec", "model.mask_prob": p}, name)
+                for name, p in (("0.2", 0.2), ("0.5", 0.5))}
+    check_variants_differ(resolved, {"0.2": "0.2", "0.5": "0.2"})
+
+
+def test_inert_options_are_named_and_read_ones_are_not():
+    from awrsr.models import ModelConfig
+    from awrsr.run_config import inert_options
+    from awrsr.train import TrainConfig
+
+    assert inert_options(ModelConfig(), TrainConfig()) == {}
+    assert set(inert_options(ModelConfig(refine_per_head=True, refine_value_form="literal"), TrainConfig(num_negatives=5, pvn_weight=0.1))) == {
+        "model.refine_per_head", "model.refine_value_form", "train.num_negatives", "train.pvn_weight"}
+    assert inert_options(ModelConfig(refine="value", refine_value_form="literal", refine_per_head=True), TrainConfig(loss="bce", num_negatives=5)) == {}
+    assert inert_options(ModelConfig(attention="calibrated"), TrainConfig(adversarial_alpha=0.5)) == {}
+    assert list(inert_options(ModelConfig(), TrainConfig(adversarial_alpha=0.5))) == ["train.adversarial_alpha"]
+
+
 def test_compare_refuses_variant_names_that_are_not_directory_names_and_bad_seeds(tmp_path):
     base = tmp_path / "base.yaml"
     base.write_text("train: {max_epochs: 1}\n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -91,15 +91,38 @@ def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
     return variants
 
 
-def check_variant(config: str, options: dict[str, Any], name: str) -> None:
-    """A clear error now, not hours into a comparison, for a variant whose parts do not fit."""
+def check_variant(config: str, options: dict[str, Any], name: str) -> dict[str, Any]:
+    """A clear error now, not hours into a comparison, for a variant whose parts do not fit; its
+    resolved fit arguments otherwise."""
     from awrsr.models import build_model
     from awrsr.run_config import load_fit_config
 
     try:
-        build_model(load_fit_config(["--config", config, *option_args(options)])["model"], num_items=8)
+        resolved = load_fit_config(["--config", config, *option_args(options)])
+        build_model(resolved["model"], num_items=8)
     except ConfigError as err:
         raise ConfigError(f"variant {name!r}: {err}") from None
+    return resolved
+
+
+def check_variants_differ(resolved: Mapping[str, Mapping[str, Any]], references: Mapping[str, str]) -> None:
+    """A ConfigError for a variant that differs from its reference only in options neither run
+    reads (``model.mask_prob`` on SASRec, say): it would train the same model and report +0%."""
+    from awrsr.run_config import config_differences, inert_options
+
+    for name, reference in references.items():
+        if name == reference:
+            continue
+        mine, theirs = resolved[name], resolved[reference]
+        stored = {section: asdict(theirs[section]) for section in ("data", "model", "train", "evaluation")}
+        changed = [c.split(" ")[0] for c in config_differences(stored, {s: mine[s] for s in stored})]
+        changed = [c for c in changed if c != "train.seed"]
+        inert = set(inert_options(mine["model"], mine["train"])) | set(inert_options(theirs["model"], theirs["train"]))
+        if changed and all(c in inert for c in changed):
+            raise ConfigError(
+                f"variant {name!r} differs from {reference!r} only in {', '.join(changed)}, which neither model reads; "
+                "it would train the same model"
+            )
 
 
 def run_compare(
@@ -125,8 +148,9 @@ def run_compare(
     options, references = split_references(options, base)
     check_seeds(seeds, options)
     label = "model" if isinstance(variants, Mapping) else key
-    for name, variant in options.items():  # every variant must build before any trains
-        check_variant(config, {**(extra or {}), **variant}, name)
+    # every variant must build, and differ from its reference in effect, before any trains
+    resolved = {name: check_variant(config, {**(extra or {}), **variant}, name) for name, variant in options.items()}
+    check_variants_differ(resolved, references)
 
     def run_options(name: str, seed: int) -> dict[str, Any]:
         return {**(extra or {}), **options[name], "train.seed": seed}
