@@ -73,6 +73,7 @@ def test_fit_runs_from_a_config_file(tmp_path, capsys):
         ("train:\n  seed: -1\n", "train.seed must be in 0..4294967295"),  # numpy's range, before the data
         ("train:\n  seed: 4294967296\n", "train.seed must be in 0..4294967295"),
         ("train:\n  num_negatives: -5\n", "train.num_negatives must be >= 1"),  # whatever the loss
+        ("model:\n  norm_eps: -1\n", "model.norm_eps must be > 0"),
     ],
 )
 def test_bad_configs_name_the_field(tmp_path, capsys, yaml_text, expected):

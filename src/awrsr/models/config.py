@@ -83,6 +83,8 @@ class ModelConfig:
             value = getattr(self, field_name)
             if value is not None and not 0.0 <= value < 1.0:
                 raise ConfigError(f"model.{field_name} must be in [0, 1), got {value}")
+        if not self.norm_eps > 0:  # layer norm divides by sqrt(var + eps): <= 0 can divide by zero
+            raise ConfigError(f"model.norm_eps must be > 0, got {self.norm_eps}")
         if self.refine_init_std < 0:
             raise ConfigError(f"model.refine_init_std must be >= 0, got {self.refine_init_std}")
         if self.refine_blocks is not None:
