@@ -37,7 +37,9 @@ from awrsr.infer.artifact import (
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.run_config import config_differences, inert_options
 from awrsr.train import TrainConfig, train_model
-from awrsr.train.trainer import CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, LOG_FILE, RUN_RECORD, check_accelerator
+from awrsr.train.trainer import (
+    CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, LOG_FILE, RUN_RECORD, check_accelerator, checkpoint_epochs,
+)
 
 
 TEST_RANKS_FILE = "test_ranks.npy"
@@ -234,6 +236,10 @@ def _fit(
     parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
     config = {name: asdict(part) for name, part in parts.items()}
     started_with = check_resumable(run_dir, parts) if resume else None
+    if resume and train.max_epochs <= (done := checkpoint_epochs(run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT)):
+        raise ConfigError(
+            f"train.max_epochs ({train.max_epochs}) must be above the {done} epochs {run_dir} has trained, to continue it"
+        )
     check_parts_fit(model, train)  # before the data is read: parts that do not fit together fail now
     for key, reader in inert_options(model, train).items():
         console.print(f"[yellow]note: {key} has no effect here (only {reader} reads it)[/yellow]")

@@ -33,6 +33,8 @@ def test_resume_refuses_another_configuration_and_a_missing_checkpoint(tmp_path)
         fit(**tiny_run_config(run_dir, max_epochs=2, lr=0.5), console=QUIET, resume=True)
     with pytest.raises(AwrsrError, match="not a run that can be resumed"):
         fit(**tiny_run_config(tmp_path / "never-started", max_epochs=2), console=QUIET, resume=True)
+    with pytest.raises(ConfigError, match=r"train.max_epochs \(1\) must be above the 1 epochs .* has trained"):
+        fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, resume=True)  # nothing to continue
     (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"truncated")
     with pytest.raises(AwrsrError, match="last.ckpt: not a readable training checkpoint"):
         fit(**tiny_run_config(run_dir, max_epochs=2), console=QUIET, resume=True)
