@@ -95,6 +95,15 @@ def test_a_row_with_extra_fields_and_invalid_utf8_name_their_line(tmp_path):
         read_interactions(path, DataConfig())
 
 
+def test_a_compressed_file_says_so(tmp_path):
+    import gzip
+
+    path = tmp_path / "events.csv.gz"
+    path.write_bytes(gzip.compress(b"user_id,item_id\n1,2\n"))
+    with pytest.raises(DataError, match="events.csv.gz: is gzip-compressed; decompress it first"):
+        read_interactions(path, DataConfig())
+
+
 def test_unreadable_parquet_is_a_data_error(tmp_path):
     path = tmp_path / "broken.parquet"
     path.write_bytes(b"not parquet at all")

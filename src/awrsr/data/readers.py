@@ -32,6 +32,16 @@ def detect_format(path: Path) -> str:
     return "whitespace"  # empty file: the whitespace reader reports "no interactions"
 
 
+# The first bytes of the compressed files users most often hand over.
+_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
+
+
+def _compression(path: Path) -> str | None:
+    with path.open("rb") as handle:
+        head = handle.read(8)
+    return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
+
+
 def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFrame:
     """Read interactions from a file path or a polars/pandas DataFrame.
 
@@ -52,6 +62,9 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
         raise DataError(f"data file not found: {source}{where}")
     if path.is_dir():
         raise DataError(f"{source}: is a directory, expected a data file")
+    compressed = _compression(path)
+    if compressed:  # else read as text, it fails on "invalid UTF-8" or worse
+        raise DataError(f"{source}: is {compressed}-compressed; decompress it first (or save the data as Parquet)")
     fmt = detect_format(path) if config.format == "auto" else config.format
     if fmt == "whitespace":
         return read_whitespace(path)
