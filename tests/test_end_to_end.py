@@ -119,7 +119,7 @@ def test_the_scoring_device_is_checked_when_loading(trained_run, monkeypatch):
     from awrsr.infer.recommender import resolve_device
 
     assert str(resolve_device("cpu")) == "cpu"
-    # auto: CUDA first, then Apple's MPS, then the CPU, as Lightning's accelerator "auto" trains
+    # auto: CUDA first, then Apple's MPS, then the CPU
     for cuda, mps, expected in ((True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")):
         monkeypatch.setattr(torch.cuda, "is_available", lambda cuda=cuda: cuda)
         monkeypatch.setattr(torch.backends.mps, "is_available", lambda mps=mps: mps)

@@ -195,8 +195,11 @@ def refuse_to_replace(run_dir: Path) -> None:
 
 def refuse_foreign_files(run_dir: Path) -> None:
     """An ArtifactError if ``run_dir`` holds files with the names a run writes but no run record
-    (which every run of awrsr writes first): they are the user's, and a fit would replace them."""
-    if not run_dir.is_dir() or (run_dir / CHECKPOINT_DIR / RUN_RECORD).is_file():
+    (which every run of awrsr writes first), metrics or checkpoint: they are the user's, and a fit
+    would replace them."""
+    if not run_dir.is_dir() or any(
+        (run_dir / name).is_file() for name in (Path(CHECKPOINT_DIR) / RUN_RECORD, METRICS_FILE, Path(CHECKPOINT_DIR) / LAST_CHECKPOINT)
+    ):  # awrsr's own run (refuse_to_replace words a finished or interrupted one)
         return
     taken = [name for name in RUN_FILES if (run_dir / name).exists()]
     if taken:
@@ -212,7 +215,10 @@ def check_data_outside_run(data: DataConfig, run_dir: Path) -> None:
     if data.path is None:
         return
     source = user_path(data.path)
-    if source.exists() and any(source.resolve() == (run_dir / name).resolve() for name in RUN_FILES):
+    if source.exists() and (
+        any(source.resolve() == (run_dir / name).resolve() for name in RUN_FILES)
+        or source.resolve().is_relative_to((run_dir / CHECKPOINT_DIR).resolve())  # deleted with the old checkpoints
+    ):
         raise ConfigError(
             f"data.path {data.path} is a file that the run writes into output_dir {run_dir}; "
             "move the data or choose another output_dir"
@@ -236,7 +242,11 @@ def _fit(
     parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
     config = {name: asdict(part) for name, part in parts.items()}
     started_with = check_resumable(run_dir, parts) if resume else None
-    if resume and train.max_epochs <= (done := checkpoint_epochs(run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT)):
+    # Continuing a finished run needs a larger budget; an unfinished one that trained all its
+    # epochs (stopped while being evaluated or saved) goes straight to its evaluation.
+    if resume and (run_dir / METRICS_FILE).is_file() and train.max_epochs <= (
+        done := checkpoint_epochs(run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT)
+    ):
         raise ConfigError(
             f"train.max_epochs ({train.max_epochs}) must be above the {done} epochs {run_dir} has trained, to continue it"
         )
@@ -449,12 +459,14 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         )
     if data_path is not None:
         data_config.path = data_path
-    try:
-        dataset = load_sequence_data(data_config, frame=frame)
-    except DataError as err:  # the stored path: the run's own data, which the user points to with --data_path
-        if data_path is not None or type(err) is not DataError or "set data.path" not in str(err):
-            raise
-        raise DataError(str(err).replace("set data.path", "pass --data_path if the data moved")) from None
+    stored_path = data_config.path
+    if data_path is None and frame is None and stored_path is not None and not user_path(stored_path).exists():
+        where = "" if user_path(stored_path).is_absolute() else f" (relative to the current directory {Path.cwd()})"
+        raise DataError(
+            f"{artifact.directory}: its training data {stored_path} is not there{where}; "
+            "if the data moved, give its new path (awrsr evaluate/plot --data_path)"
+        )
+    dataset = load_sequence_data(data_config, frame=frame)
     try:
         _check_fingerprint(artifact.metrics, dataset, artifact.directory)
     except ArtifactError as err:

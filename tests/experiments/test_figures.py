@@ -86,7 +86,15 @@ def test_evaluate_names_its_own_option_when_the_stored_data_path_is_gone(tmp_pat
     fit(**config, console=Console(quiet=True))
     monkeypatch.chdir(tmp_path)  # the relative path no longer leads to the data
     code, _, err = run_cli(capsys, "evaluate", str(work / "run"))
-    assert code == 2 and "data file not found: d.csv" in err and "pass --data_path if the data moved" in err, err
+    message = " ".join(err.split())
+    assert code == 2 and "its training data d.csv is not there" in message and "--data_path" in message, err
+    (work / "d.csv").rename(work / "moved.csv")  # an absolute path that is gone says the same
+    config = __import__("yaml").safe_load((work / "run" / "config.yaml").read_text())
+    config["data"]["path"] = str(work / "d.csv")
+    (work / "run" / "config.yaml").write_text(__import__("yaml").safe_dump(config))
+    code, _, err = run_cli(capsys, "evaluate", str(work / "run"))
+    assert code == 2 and "is not there; if the data moved" in " ".join(err.split()), err
+    (work / "moved.csv").rename(work / "d.csv")
     code, out, _ = run_cli(capsys, "evaluate", str(work / "run"), "--data_path", str(work / "d.csv"))
     assert code == 0 and "NDCG@10" in out
 

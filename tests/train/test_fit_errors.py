@@ -29,6 +29,13 @@ def test_a_finished_run_is_kept_unless_overwrite_is_asked(trained_run, tmp_path)
     assert again.metrics["selection"]["epochs_trained"] == 1
 
 
+def test_a_run_without_its_run_record_is_still_called_a_run(trained_run, tmp_path):
+    run_dir = tmp_path / "run"  # records copied back from another machine: metrics and config, no checkpoints
+    shutil.copytree(trained_run.run_dir, run_dir, ignore=shutil.ignore_patterns("checkpoints"))
+    with pytest.raises(ArtifactError, match="holds a finished run"):
+        fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+
+
 def test_an_interrupted_run_is_kept_and_the_error_says_how_to_continue(trained_run, tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run.run_dir, run_dir)
@@ -60,6 +67,13 @@ def test_the_training_data_is_never_a_file_the_run_writes(tmp_path):
     with pytest.raises(ConfigError, match="is a file that the run writes into output_dir"):
         fit(**cfg, console=QUIET, overwrite=True)  # not even when asked to overwrite
     assert log.read_text() == "user_id,item_id\n1,2\n"
+    kept = run_dir / "checkpoints" / "events.csv"  # a fresh run deletes its old checkpoint directory
+    kept.parent.mkdir()
+    kept.write_text("user_id,item_id\n1,2\n")
+    cfg["data"] = DataConfig(path=str(kept), format="csv")
+    with pytest.raises(ConfigError, match="is a file that the run writes into output_dir"):
+        fit(**cfg, console=QUIET, overwrite=True)
+    assert kept.is_file()
 
 
 def test_output_dir_that_is_a_file_is_a_clear_error(tmp_path):

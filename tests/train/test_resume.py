@@ -34,7 +34,7 @@ def test_resume_refuses_another_configuration_and_a_missing_checkpoint(tmp_path)
     with pytest.raises(AwrsrError, match="not a run that can be resumed"):
         fit(**tiny_run_config(tmp_path / "never-started", max_epochs=2), console=QUIET, resume=True)
     with pytest.raises(ConfigError, match=r"train.max_epochs \(1\) must be above the 1 epochs .* has trained"):
-        fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, resume=True)  # nothing to continue
+        fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, resume=True)  # a finished run: nothing to continue
     (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"truncated")
     with pytest.raises(AwrsrError, match="last.ckpt: not a readable training checkpoint"):
         fit(**tiny_run_config(run_dir, max_epochs=2), console=QUIET, resume=True)
@@ -170,3 +170,12 @@ def test_a_moved_run_without_its_best_checkpoint_is_a_clear_error(tmp_path):
     (tmp_path / "here" / "checkpoints" / "best.ckpt").unlink()  # only part of the run was copied
     with pytest.raises(ArtifactError, match="best checkpoint so far is missing"):
         fit(**tiny_run_config(tmp_path / "here", max_epochs=3, patience=50), console=QUIET, resume=True)
+
+
+def test_a_run_killed_after_its_last_epoch_resumes_into_its_evaluation(tmp_path):
+    run_dir = tmp_path / "run"
+    first = fit(**tiny_run_config(run_dir, max_epochs=2, patience=50), console=QUIET)
+    (run_dir / "metrics.json").unlink()  # killed while evaluating or saving: every epoch is in last.ckpt
+    again = fit(**tiny_run_config(run_dir, max_epochs=2, patience=50), console=QUIET, resume=True)
+    assert again.metrics["selection"]["epochs_trained"] == 2
+    assert again.metrics["test"] == first.metrics["test"]

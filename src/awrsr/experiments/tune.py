@@ -88,6 +88,7 @@ def run_tune(
     trial's parameters by validation ``train.monitor``. Writes trials.csv and best.yaml."""
     console = console or Console()
     output_dir = user_path(output_dir)
+    config = str(user_path(config))
     if not Path(config).is_file():  # else every trial would fail on it, one by one
         raise ConfigError(f"base config not found: {config}")
     if max_trials is not None and max_trials < 1:

@@ -17,8 +17,8 @@ from awrsr.infer.artifact import LoadedArtifact, load_artifact
 
 def resolve_device(device: str | torch.device) -> torch.device:
     """``auto`` is the first CUDA device if torch sees one, else Apple's MPS if there is one, else
-    the CPU (the order Lightning's ``accelerator: auto`` trains on); a device this machine does not
-    have is a ConfigError, not a failure at the first request."""
+    the CPU (Lightning's ``accelerator: auto`` also trains on MPS where there is one); a device
+    this machine does not have is a ConfigError, not a failure at the first request."""
     if device == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
