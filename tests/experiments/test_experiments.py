@@ -89,6 +89,8 @@ def test_compare_refuses_a_variant_that_differs_only_in_options_no_model_reads(t
     # SASRec never reads BERT4Rec's mask probability: both runs would train the same model
     with pytest.raises(ConfigError, match="variant '0.5' differs from '0.2' only in model.mask_prob, which neither model reads"):
         run_compare(str(base), ["0.5"], [1], tmp_path / "c", key="model.mask_prob", base="0.2", console=QUIET)
+    with pytest.raises(ConfigError, match="variant '0.1' is the same configuration as '0.10'"):
+        run_compare(str(base), [0.1], [1], tmp_path / "c", key="train.lr", base="0.10", console=QUIET)
     with pytest.raises(ConfigError, match="only in model.refine_per_head"):
         run_compare(str(base), {"plain": {}, "per-head": {"model.refine_per_head": True}}, [1], tmp_path / "c", console=QUIET)
     assert not (tmp_path / "c").exists()

@@ -118,7 +118,9 @@ def check_variants_differ(resolved: Mapping[str, Mapping[str, Any]], references:
         changed = [c.split(" ")[0] for c in config_differences(stored, {s: mine[s] for s in stored})]
         changed = [c for c in changed if c != "train.seed"]
         inert = set(inert_options(mine["model"], mine["train"])) | set(inert_options(theirs["model"], theirs["train"]))
-        if changed and all(c in inert for c in changed):
+        if not changed:  # --base 0.10 with --variants [0.1], say
+            raise ConfigError(f"variant {name!r} is the same configuration as {reference!r}")
+        if all(c in inert for c in changed):
             raise ConfigError(
                 f"variant {name!r} differs from {reference!r} only in {', '.join(changed)}, which neither model reads; "
                 "it would train the same model"
