@@ -155,6 +155,21 @@ def test_artifact_loading_errors(trained_run, tmp_path):
         load_artifact(tmp_path / "nowhere")
 
 
+def test_an_edited_model_section_is_refused_even_where_no_shape_changes(trained_run, tmp_path):
+    import yaml
+
+    edited = tmp_path / "edited"
+    shutil.copytree(trained_run.run_dir, edited)
+    config = yaml.safe_load((edited / "config.yaml").read_text())
+    config["model"]["norm_eps"] = 1e-5  # every tensor keeps its shape; the scores would change silently
+    (edited / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ArtifactError, match=r"config.yaml: the model section differs .*: norm_eps \(1e-08 -> 1e-05\)"):
+        load_artifact(edited)
+    # weights saved before the model section travelled with them load as before
+    save_file(load_file(str(edited / "model.safetensors")), str(edited / "model.safetensors"))
+    assert load_artifact(edited).model_config.norm_eps == 1e-5
+
+
 def test_evaluate_refuses_data_other_than_the_training_data(trained_run, tmp_path):
     other = tmp_path / "other.txt"
     other.write_text("".join(f"{u} {' '.join(str(i) for i in range(1, 8))}\n" for u in range(1, 30)))

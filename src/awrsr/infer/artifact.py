@@ -9,12 +9,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
 from torch import nn
 
@@ -50,11 +50,37 @@ def save_artifact(
     write_text_atomic(directory / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
     vocab.save(directory / VOCAB_FILE)
     state = {name: t.detach().contiguous().cpu() for name, t in model.state_dict().items()}
+    # The model section travels inside the weights too: settings that change no tensor's shape
+    # (max_len of a model without position embeddings, say) are checked against config.yaml on load.
+    metadata = {MODEL_METADATA: json.dumps(config.get("model", {}), sort_keys=True)}
     # safetensors' save_file creates the file owner-only (0600); bytes through our writer get the umask's mode
-    write_bytes_atomic(directory / WEIGHTS_FILE, save(state))
+    write_bytes_atomic(directory / WEIGHTS_FILE, save(state, metadata=metadata))
     if metrics is not None:
         write_metrics(directory, metrics)
     return directory
+
+
+MODEL_METADATA = "awrsr.model"  # the weights file's copy of config.yaml's model section
+
+
+def check_saved_model_config(weights_path: Path, model_config: ModelConfig, config_path: Path) -> None:
+    """An ArtifactError if config.yaml's model section differs from the copy saved in the weights
+    file (an edited config would silently score with other settings). Weights saved before the
+    copy existed are not checked, nor fields that awrsr added since (they take their defaults)."""
+    try:
+        with safe_open(str(weights_path), "pt") as handle:
+            saved = (handle.metadata() or {}).get(MODEL_METADATA)
+    except (SafetensorError, OSError) as err:
+        raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
+    if saved is None:
+        return
+    saved_model, model = json.loads(saved), json.loads(json.dumps(asdict(model_config)))  # JSON values on both sides
+    changed = [f"{key} ({saved_model[key]!r} -> {model[key]!r})"
+               for key in sorted(saved_model) if key in model and saved_model[key] != model[key]]
+    if changed:
+        raise ArtifactError(
+            f"{config_path}: the model section differs from the one the weights were trained with: {', '.join(changed)}"
+        )
 
 
 def write_metrics(directory: str | Path, metrics: dict[str, Any]) -> None:
@@ -114,6 +140,7 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     except (SafetensorError, OSError) as err:
         raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
     check_state_matches(model, state, weights_path)
+    check_saved_model_config(weights_path, model_config, config_path)
     model.load_state_dict(state)
     model.eval()
 
