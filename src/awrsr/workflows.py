@@ -29,8 +29,8 @@ from awrsr.data import (
     load_sequence_data, print_stats,
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
-from awrsr.files import user_path
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
+from awrsr.files import user_path
 from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, save_artifact, write_metrics,
 )
@@ -197,10 +197,9 @@ def refuse_foreign_files(run_dir: Path) -> None:
     """An ArtifactError if ``run_dir`` holds files with the names a run writes but no run record
     (which every run of awrsr writes first), metrics or checkpoint: they are the user's, and a fit
     would replace them."""
-    if not run_dir.is_dir() or any(
-        (run_dir / name).is_file() for name in (Path(CHECKPOINT_DIR) / RUN_RECORD, METRICS_FILE, Path(CHECKPOINT_DIR) / LAST_CHECKPOINT)
-    ):  # awrsr's own run (refuse_to_replace words a finished or interrupted one)
-        return
+    marks = (Path(CHECKPOINT_DIR) / RUN_RECORD, METRICS_FILE, Path(CHECKPOINT_DIR) / LAST_CHECKPOINT)
+    if not run_dir.is_dir() or any((run_dir / mark).is_file() for mark in marks):
+        return  # awrsr's own run (refuse_to_replace words a finished or interrupted one)
     taken = [name for name in RUN_FILES if (run_dir / name).exists()]
     if taken:
         raise ArtifactError(
