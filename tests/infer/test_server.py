@@ -77,8 +77,14 @@ def test_unknown_ids_can_be_skipped(client):
     # in a batch, the error names the history
     batch = client.post("/recommend/batch", json={"histories": [[1], [2, 999999]], "k": 3})
     assert batch.status_code == 422 and batch.json()["detail"] == "histories[1]: unknown item id(s): 999999"
-    batch = client.post("/recommend/batch", json={"histories": [[1], [999999]], "k": 3, "ignore_unknown": True})
-    assert batch.status_code == 422 and batch.json()["detail"].startswith("histories[1]: no known item id")
+    # ignoring unknown ids, a history with none known gets no items; the others are scored as alone
+    batch = client.post("/recommend/batch", json={"histories": [[999999], [1, 999999], ["x"]], "k": 3, "ignore_unknown": True})
+    assert batch.status_code == 200
+    results = batch.json()["results"]
+    assert results[0] == {"items": []} and results[2] == {"items": []}
+    assert results[1] == client.post("/recommend", json={"history": [1], "k": 3}).json()
+    batch = client.post("/recommend/batch", json={"histories": [[999999], []], "k": 3, "ignore_unknown": True})
+    assert batch.status_code == 422 and batch.json()["detail"] == "histories[1]: a history needs at least one item id"
 
 
 def test_string_ids_of_an_integer_vocabulary_are_found(client):

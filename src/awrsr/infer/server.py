@@ -9,7 +9,8 @@ the OpenAPI page (``/docs``), uvicorn to run it.
 
 Item ids are the user's own (numbers or strings, as in the data file). An unknown id, an empty
 history, an unknown field or an impossible ``k`` is a 422 answer that says which (and which history
-of a batch); with ``"ignore_unknown": true`` unknown ids are skipped. ``"exclude": [...]`` lists
+of a batch); with ``"ignore_unknown": true`` unknown ids are skipped (and a history of a batch with
+no known id gets no items; a single request with none is a 422). ``"exclude": [...]`` lists
 items never to recommend. The model scores one request
 at a time, in a worker thread, so that concurrent requests do not oversubscribe the CPU threads and
 ``/health`` answers while they wait; send histories in one batch request for throughput.
@@ -89,12 +90,15 @@ def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
     async def broken_model(request: Request, err: FloatingPointError) -> JSONResponse:
         return JSONResponse(status_code=500, content={"detail": str(err)})
 
-    def top_k(histories: list[list[ItemId]], options: Options) -> list[Recommendations]:
+    def check_limits(histories: list[list[ItemId]], options: Options) -> None:
         if len(histories) * options.k > MAX_ANSWERS:
             raise ConfigError(f"k x histories may be at most {MAX_ANSWERS:,}, got {options.k} x {len(histories)}")
         too_long = [i for i, history in enumerate(histories) if len(history) > MAX_HISTORY]
         if too_long:
             raise ConfigError(f"histories[{too_long[0]}]: at most {MAX_HISTORY:,} item ids per history")
+
+    def top_k(histories: list[list[ItemId]], options: Options) -> list[Recommendations]:
+        check_limits(histories, options)
         # The Recommender names the history an unknown id or an empty history is in, and refuses
         # non-finite scores (FloatingPointError: a 500 below).
         found = recommender.recommend_many(
@@ -107,9 +111,25 @@ def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
     async def recommend(request: RecommendRequest) -> Recommendations:
         return (await anyio.to_thread.run_sync(top_k, [request.history], request, limiter=scoring))[0]
 
+    def top_k_batch(histories: list[list[ItemId]], options: Options) -> list[Recommendations]:
+        # With ignore_unknown, a history with no known id gets no items rather than failing the
+        # batch for every other user (as batch scoring of a log skips such users).
+        if not options.ignore_unknown:
+            return top_k(histories, options)
+        check_limits(histories, options)  # errors name the request's own indices, not the subset's
+        empty = next((i for i, history in enumerate(histories) if not history), None)
+        if empty is not None:
+            raise ConfigError(f"histories[{empty}]: a history needs at least one item id")
+        known = [i for i, history in enumerate(histories) if any(x in recommender.vocab for x in history)]
+        results = [Recommendations(items=[]) for _ in histories]
+        if known:
+            for i, found in zip(known, top_k([histories[i] for i in known], options)):
+                results[i] = found
+        return results
+
     @app.post("/recommend/batch", response_model=BatchRecommendations)
     async def recommend_batch(request: BatchRequest) -> BatchRecommendations:
-        return BatchRecommendations(results=await anyio.to_thread.run_sync(top_k, request.histories, request, limiter=scoring))
+        return BatchRecommendations(results=await anyio.to_thread.run_sync(top_k_batch, request.histories, request, limiter=scoring))
 
     info: dict[str, Any] = {
         "name": artifact.directory.name,
