@@ -15,6 +15,13 @@ def test_recommend_prints_original_ids(trained_run, capsys):
     blocked = f"{recs[0]['item']},{recs[1]['item']}"
     code, out, _ = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,2,3", "--k", "2", "--exclude", blocked, "--json_output", "true")
     assert code == 0 and [r["item"] for r in json.loads(out)] == [r["item"] for r in recs[2:4]]
+    # a JSON list gives the same ids (and can hold ids with commas, which the model here lacks)
+    code, out, _ = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "[1, 2, 3]", "--k", "4", "--json_output", "true")
+    assert code == 0 and json.loads(out) == recs
+    code, _, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", '["a,b", "c"]', "--ignore_unknown", "true")
+    assert code == 2 and "no known item id" in err and "'a,b'" in err, err
+    code, _, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "[1, 2")
+    assert code == 2 and "--history: not a JSON list of ids" in err
 
 
 def test_evaluate_prints_the_metrics_table(trained_run, capsys):

@@ -87,6 +87,20 @@ def evaluate(
     workflows.evaluate(artifact, data_path=data_path, split=split, filter_seen=filter_seen, by_length=by_length)
 
 
+def _id_list(text: str, option: str) -> list[str]:
+    """Item ids from comma-separated text (``1193,661,914``), or from a JSON list for ids that hold
+    commas or spaces (``'["a,b", " c"]'``), each as written."""
+    if not text.strip().startswith("["):
+        return [token.strip() for token in text.split(",") if token.strip()]
+    try:
+        ids = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise AwrsrError(f"{option}: not a JSON list of ids ({err})") from None
+    if not isinstance(ids, list) or not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in ids):
+        raise AwrsrError(f"{option}: a JSON list must hold ids (strings or integers), got {text!r}")
+    return [str(x) for x in ids]
+
+
 def recommend(
     artifact: str,
     history: str = "",
@@ -114,11 +128,11 @@ def recommend(
 
     Args:
         artifact: the run directory written by ``awrsr fit``.
-        history: comma-separated item ids, e.g. 1193,661,914.
+        history: comma-separated item ids, e.g. 1193,661,914, or a JSON list for ids with commas: '["a,b","c"]'.
         k: how many items to return.
         include_seen: allow items already in the history.
         ignore_unknown: skip ids the model does not know instead of failing.
-        exclude: comma-separated item ids never to recommend; ids the model does not know are skipped.
+        exclude: item ids never to recommend, as --history takes them; ids the model does not know are skipped.
         device: where to score: cpu, cuda, cuda:N, mps, or auto (CUDA, else MPS, else the CPU).
         json_output: print JSON instead of a table (--history only).
         input: an interaction log (csv, tsv, parquet, whitespace or movielens file): recommend for each of its users.
@@ -138,8 +152,7 @@ def recommend(
 
     from awrsr.infer import Recommender
 
-    items = [token.strip() for token in history.split(",") if token.strip()]
-    excluded = [token.strip() for token in exclude.split(",") if token.strip()]
+    items, excluded = _id_list(history, "--history"), _id_list(exclude, "--exclude")
     reading = dict(
         format=input_format, user_col=user_col, item_col=item_col, time_col=time_col, separator=separator,
         has_header=has_header,
