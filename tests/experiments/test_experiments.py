@@ -229,6 +229,15 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     (tmp_path / "add" / "seed-0").mkdir()
     shutil.copy(tmp_path / "add" / "seed-1" / "history.csv", tmp_path / "add" / "seed-0" / "history.csv")
     assert len(draw_figures(tmp_path, tmp_path / "third")) == len(files)
+    assert "several machines" not in md
+    # a table whose runs trained on different machines says so (its s / epoch column compares them)
+    moved = tmp_path / "add" / "seed-2" / "metrics.json"
+    record = json.loads(moved.read_text())
+    record["machine"]["device"] = "NVIDIA H100 80GB HBM3"
+    moved.write_text(json.dumps(record))
+    run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
+    assert "Runs trained on several machines (runs.csv names each run's): NVIDIA H100 80GB HBM3 (1), cpu (3)." in (
+        tmp_path / "table.md").read_text()
 
 
 def test_compare_tabulates_by_history_length(base_config, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -302,6 +303,10 @@ def write_outputs(
         counted = str(first.runs) if first.is_reference or first.pairs == first.runs else f"{first.runs} ({first.pairs} paired)"
         seconds = sum(epoch_seconds[variant]) / len(epoch_seconds[variant])
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {counted} | {seconds:.1f} |")
+    devices = Counter(r["metrics"].get("machine", {}).get("device", "not recorded") for r in records)
+    if len(devices) > 1:  # the s / epoch column then compares machines, not models
+        lines += ["", "Runs trained on several machines (runs.csv names each run's): "
+                  + ", ".join(f"{device} ({count})" for device, count in sorted(devices.items())) + "."]
     if missing:
         lines += [
             "",
