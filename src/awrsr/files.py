@@ -1,4 +1,5 @@
-"""Writing result files so that a concurrent reader sees the old file or the new one, never half."""
+"""Files: writing results so that a concurrent reader sees the old file or the new one, never half;
+and reading the paths users give (`~` expanded once)."""
 
 from __future__ import annotations
 
