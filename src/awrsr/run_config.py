@@ -59,14 +59,14 @@ def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir", "resume", "overwrite")}
 
 
-def config_differences(
+def changed_fields(
     stored: Mapping[str, Any], wanted: Mapping[str, Any], ignore: Mapping[str, set[str]] | None = None,
-) -> list[str]:
-    """``"section.key (stored -> wanted)"`` for each field of the config dataclasses in ``wanted``
+) -> dict[str, tuple[Any, Any]]:
+    """``{"section.key": (stored, wanted)}`` for each field of the config dataclasses in ``wanted``
     (``{"model": ModelConfig(...), ...}``) that differs from the ``stored`` config.yaml mapping,
     except those in ``ignore``. A field the stored config lacks (added to awrsr since that run)
     counts as its default."""
-    changed = []
+    changed = {}
     for section, part in wanted.items():
         before = stored.get(section) or {}
         defaults = asdict(type(part)())
@@ -75,8 +75,15 @@ def config_differences(
                 continue
             reference = before[key] if key in before else defaults.get(key)
             if _plain(reference) != _plain(value):
-                changed.append(f"{section}.{key} ({reference!r} -> {value!r})")
+                changed[f"{section}.{key}"] = (reference, value)
     return changed
+
+
+def config_differences(
+    stored: Mapping[str, Any], wanted: Mapping[str, Any], ignore: Mapping[str, set[str]] | None = None,
+) -> list[str]:
+    """``changed_fields`` as ``"section.key (stored -> wanted)"`` lines for messages."""
+    return [f"{key} ({before!r} -> {after!r})" for key, (before, after) in changed_fields(stored, wanted, ignore).items()]
 
 
 def _plain(value: Any) -> Any:

@@ -177,16 +177,14 @@ RUN_FILES = (METRICS_FILE, *REQUIRED_FILES, TEST_RANKS_FILE, LOG_FILE, HISTORY_F
 
 
 def refuse_to_replace(run_dir: Path) -> None:
-    """An ArtifactError if ``run_dir`` holds a run that a fresh fit would delete, or files of the
-    user's that it would replace (a ``config.yaml`` of their own in ``output_dir: .``, say). A run
-    that failed before finishing (its checkpoint directory holds the run record written at its
-    start) is replaced without asking, as a repeated command expects."""
+    """An ArtifactError if ``run_dir`` holds a run that a fresh fit would delete. A run that failed
+    before finishing (no metrics, no checkpoint) is replaced without asking, as a repeated command
+    expects; files of the user's are refused earlier (``refuse_foreign_files``)."""
     if (run_dir / METRICS_FILE).is_file():
         held = "a finished run"
     elif (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
         held = "an interrupted run (continue it with --resume true)"
     else:
-        refuse_foreign_files(run_dir)
         return
     raise ArtifactError(
         f"{run_dir} holds {held}; choose another output_dir, or pass --overwrite true to delete it and start afresh"

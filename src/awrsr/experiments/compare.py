@@ -109,15 +109,15 @@ def check_variant(config: str, options: dict[str, Any], name: str) -> dict[str, 
 def check_variants_differ(resolved: Mapping[str, Mapping[str, Any]], references: Mapping[str, str]) -> None:
     """A ConfigError for a variant that differs from its reference only in options neither run
     reads (``model.mask_prob`` on SASRec, say): it would train the same model and report +0%."""
-    from awrsr.run_config import config_differences, inert_options
+    from awrsr.run_config import changed_fields, inert_options
 
+    sections = ("data", "model", "train", "evaluation")
     for name, reference in references.items():
         if name == reference:
             continue
         mine, theirs = resolved[name], resolved[reference]
-        stored = {section: asdict(theirs[section]) for section in ("data", "model", "train", "evaluation")}
-        changed = [c.split(" ")[0] for c in config_differences(stored, {s: mine[s] for s in stored})]
-        changed = [c for c in changed if c != "train.seed"]
+        stored = {section: asdict(theirs[section]) for section in sections}
+        changed = [key for key in changed_fields(stored, {s: mine[s] for s in sections}) if key != "train.seed"]
         inert = set(inert_options(mine["model"], mine["train"])) | set(inert_options(theirs["model"], theirs["train"]))
         if not changed:  # --base 0.10 with --variants [0.1], say
             raise ConfigError(f"variant {name!r} is the same configuration as {reference!r}")

@@ -43,13 +43,20 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
         raise ConfigError(f"{path}: not valid YAML ({err})") from None
     if not isinstance(space, dict) or not space:
         raise ConfigError(f"{path}: expected a mapping of config keys to lists of values")
-    known = known_keys()
     for key, values in space.items():
         if "." not in str(key) or not isinstance(values, list) or not values:
             raise ConfigError(f"{path}: {key!r} must be a dotted config key (e.g. train.lr) with a non-empty list")
-        if key not in known:
-            raise ConfigError(f"{path}: unknown config key {key!r}")
+    check_known_keys(space, f"{path}: ")
     return space
+
+
+def check_known_keys(keys: Any, where: str) -> None:
+    """A ConfigError, with the closest known key, for the first of ``keys`` no run config has."""
+    known = known_keys()
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            raise ConfigError(f"{where}{key}: unknown config key" + (f"; did you mean {close[0]}?" if close else ""))
 
 
 def check_fixed_options(config: str, extra: dict[str, Any]) -> None:
@@ -59,11 +66,7 @@ def check_fixed_options(config: str, extra: dict[str, Any]) -> None:
         yaml.safe_load(Path(config).read_text())
     except yaml.YAMLError as err:
         raise ConfigError(f"{config}: not valid YAML ({err})") from None
-    known = known_keys()
-    for key in extra:
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            raise ConfigError(f"--set {key}: unknown config key" + (f"; did you mean {close[0]}?" if close else ""))
+    check_known_keys(extra, "--set ")
 
 
 def grid(space: dict[str, list[Any]]) -> list[dict[str, Any]]:
