@@ -61,17 +61,14 @@ def _first_bad_line(path: Path, sep: str) -> str | None:
         except UnicodeDecodeError as err:
             line = raw.count(b"\n", 0, err.start) + 1
             return f"{line}: not valid UTF-8 text ({err.reason})"
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            reader = csv.reader(handle, delimiter=sep)
-            expected, start = None, 1
-            for record in reader:
-                begin, start = start, reader.line_num + 1
-                if not record:
-                    continue
-                if expected is None:
-                    expected = len(record)
-                elif len(record) > expected:  # polars reads a short row (its missing fields are null)
-                    return f"{begin}: {len(record)} fields, but the first row has {expected}"
+        expected = None
+        for begin, record in TextLines(path, sep, has_header=True).records():
+            if not record:
+                continue
+            if expected is None:
+                expected = len(record)
+            elif len(record) > expected:  # polars reads a short row (its missing fields are null)
+                return f"{begin}: {len(record)} fields, but the first row has {expected}"
     except (OSError, csv.Error):
         return None
     return None
@@ -117,21 +114,28 @@ class TextLines:
             pass
         return row + 1 + int(self.has_header)  # the csv module disagrees with polars: best guess
 
-    def _data_starts(self) -> Iterator[int]:
-        # Not simply row + 2: quoted values may span lines, and polars skips blank lines before a
-        # header (blank lines after it are rows of nulls, as the csv module also counts them).
+    def records(self) -> Iterator[tuple[int, list[str]]]:
+        """Every record of the file (blank lines as empty ones) with the line it starts on: not
+        simply its index + 1, since quoted values may span lines."""
         with self.path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
             reader = csv.reader(handle, delimiter=self.separator)
-            start, leading, header = 1, self.has_header, self.has_header
+            start = 1
             for record in reader:
                 begin, start = start, reader.line_num + 1
-                if leading and not record:
-                    continue
-                leading = False
-                if header:
-                    header = False
-                    continue
-                yield begin
+                yield begin, record
+
+    def _data_starts(self) -> Iterator[int]:
+        # polars skips blank lines before a header (blank lines after it are rows of nulls, as the
+        # csv module also counts them).
+        leading, header = self.has_header, self.has_header
+        for begin, record in self.records():
+            if leading and not record:
+                continue
+            leading = False
+            if header:
+                header = False
+                continue
+            yield begin
 
 
 def read_frame(frame: Any, config: DataConfig) -> pl.DataFrame:
