@@ -456,11 +456,10 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         )
     if data_path is not None:
         data_config.path = data_path
-    stored_path = data_config.path
-    if data_path is None and frame is None and stored_path is not None and not user_path(stored_path).exists():
-        where = "" if user_path(stored_path).is_absolute() else f" (relative to the current directory {Path.cwd()})"
+    if data_path is None and frame is None and data_config.path is not None and not user_path(data_config.path).exists():
+        where = "" if user_path(data_config.path).is_absolute() else f" (relative to the current directory {Path.cwd()})"
         raise DataError(
-            f"{artifact.directory}: its training data {stored_path} is not there{where}; "
+            f"{artifact.directory}: its training data {data_config.path} is not there{where}; "
             "if the data moved, give its new path (awrsr evaluate/plot --data_path)"
         )
     dataset = load_sequence_data(data_config, frame=frame)
