@@ -7,6 +7,11 @@ validation epoch (full ranking, seen items filtered), mean and std over seeds.
 Each seed's run directory is kept under runs/bench/; a seed whose run finished (metrics.json
 present) is not trained again, so an interrupted benchmark resumes. Results go to
 benchmarks/results/<name>.json and .md.
+
+Finished runs trained elsewhere (by `awrsr compare`, say) are tabulated the same way, without
+training; they must share one config apart from the seed and the thread count:
+
+    python benchmarks/accuracy.py --runs runs/compare/refine-beauty/none/seed-4{2,3,4} --name sasrec-beauty-3seeds
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import time
 from pathlib import Path
 
 import torch
+import yaml
 from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,17 +40,28 @@ METRICS = ["hr@1", "hr@5", "hr@10", "hr@20", "ndcg@1", "ndcg@5", "ndcg@10", "ndc
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("config")
+    parser.add_argument("config", nargs="?")
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43])
     parser.add_argument("--name", help="result name (default: the config's file stem and parent)")
     parser.add_argument(
         "--resume", action="store_true",
         help="continue each seed's run from its last checkpoint (e.g. with a larger budget after --)",
     )
+    parser.add_argument("--runs", nargs="+", type=Path, help="tabulate these finished run directories instead of training")
     argv = sys.argv[1:]
     split_at = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split_at])
     args.overrides = argv[split_at + 1:]  # extra `awrsr fit` options after --
+    if args.runs:
+        if args.config or args.overrides or args.resume:
+            parser.error("--runs tabulates finished runs: give no config, --resume or fit options with it")
+        if not args.name:
+            parser.error("--runs needs --name (the result file's name)")
+        record = tabulated_record(args.name, args.runs)
+        write_record(record, Console())
+        return
+    if not args.config:
+        parser.error("give a config to train, or --runs")
 
     config_path = Path(args.config)
     name = args.name or f"{config_path.parent.name}-{config_path.stem}"
@@ -68,11 +85,6 @@ def main() -> None:
             console.print(f"seed {seed}: {time.perf_counter() - started:.0f} s")
         runs.append({"seed": seed, "run_dir": str(run_dir.relative_to(ROOT)), **metrics})
 
-    summary = {
-        m: {"mean": statistics.mean(r["test"][m] for r in runs),
-            "std": statistics.stdev(r["test"][m] for r in runs) if len(runs) > 1 else 0.0}
-        for m in METRICS
-    }
     record = {
         "name": name,
         "config": str(config_path),
@@ -80,9 +92,64 @@ def main() -> None:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (threads per run: see overrides; torch default {torch.get_num_threads()})",
         "torch": torch.__version__,
         "seeds": args.seeds,
-        "test_mean_std": summary,
+        "test_mean_std": mean_std(runs),
         "runs": runs,
     }
+    write_record(record, console)
+
+
+# settings that may differ between runs tabulated together: they do not change what is trained
+_RUN_ONLY_SETTINGS = {"seed", "num_threads", "progress_bar", "max_time"}
+
+
+def tabulated_record(name: str, run_dirs: list[Path]) -> dict:
+    """The record of finished runs, refused unless they share one config apart from the seed."""
+    runs, configs = [], []
+    for run_dir in run_dirs:
+        if not (run_dir / "metrics.json").is_file() or not (run_dir / "config.yaml").is_file():
+            sys.exit(f"{run_dir}: not a finished run (no metrics.json or config.yaml)")
+        config = yaml.safe_load((run_dir / "config.yaml").read_text())
+        config["train"] = {k: v for k, v in (config.get("train") or {}).items() if k not in _RUN_ONLY_SETTINGS}
+        config.pop("output_dir", None)
+        # where the data lay may differ; what it holds may not (compared by fingerprint below)
+        config["data"] = {k: v for k, v in (config.get("data") or {}).items() if k != "path"}
+        configs.append(config)
+        path = run_dir.resolve()
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        runs.append({"run_dir": str(shown), **json.loads((run_dir / "metrics.json").read_text())})
+    for run_dir, config in zip(run_dirs[1:], configs[1:]):
+        if config != configs[0]:
+            keys = sorted(f"{section}.{key}" for section in set(config) | set(configs[0])
+                          for key in set(config.get(section) or {}) | set(configs[0].get(section) or {})
+                          if (config.get(section) or {}).get(key) != (configs[0].get(section) or {}).get(key))
+            sys.exit(f"{run_dir}: config differs from {run_dirs[0]}'s in {', '.join(keys) or 'its sections'}")
+    fingerprints = {r["dataset"]["sha256"] for r in runs}
+    if len(fingerprints) > 1:
+        sys.exit(f"the runs trained on {len(fingerprints)} different datasets (metrics.json's dataset.sha256)")
+    machines = sorted({r["machine"]["device"] if isinstance(r.get("machine"), dict) and "device" in r["machine"]
+                       else "not recorded" for r in runs})
+    return {
+        "name": name,
+        "config": str(runs[0]["run_dir"]) + "/config.yaml",
+        "overrides": [],
+        "machine": "from the runs' records: " + "; ".join(machines),
+        "torch": None,  # each run's own machine record has it
+        "seeds": [r["seed"] for r in runs],
+        "test_mean_std": mean_std(runs),
+        "runs": runs,
+    }
+
+
+def mean_std(runs: list[dict]) -> dict:
+    return {
+        m: {"mean": statistics.mean(r["test"][m] for r in runs),
+            "std": statistics.stdev(r["test"][m] for r in runs) if len(runs) > 1 else 0.0}
+        for m in METRICS
+    }
+
+
+def write_record(record: dict, console: Console) -> None:
+    name = record["name"]
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -93,7 +160,7 @@ def main() -> None:
 def markdown(record: dict) -> str:
     runs = record["runs"]
     lines = [
-        f"### {record['name']} ({record['config']} {' '.join(record['overrides'])})".rstrip(),
+        f"### {record['name']} ({' '.join([record['config'], *record['overrides']])})",
         "",
         "Test metrics at the best validation epoch; full ranking, seen items filtered, pessimistic ties.",
         "",
@@ -111,7 +178,7 @@ def markdown(record: dict) -> str:
     pop = runs[0]["popularity"]["test"]
     lines.append("| popularity | " + " | ".join(f"{pop[m]:.4f}" for m in METRICS) + " | | | | |")
     ds = runs[0]["dataset"]
-    lines += ["", f"Dataset: {ds['users']:,} users, {ds['items']:,} items, {ds['interactions']:,} interactions, sha256 {ds['sha256'][:12]}. Machine: {record['machine']}, torch {record['torch']}.", ""]
+    lines += ["", f"Dataset: {ds['users']:,} users, {ds['items']:,} items, {ds['interactions']:,} interactions, sha256 {ds['sha256'][:12]}. Machine: {record['machine']}" + (f", torch {record['torch']}." if record["torch"] else "."), ""]
     return "\n".join(lines)
 
 

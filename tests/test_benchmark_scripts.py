@@ -64,3 +64,37 @@ def test_compare_queue_exits_non_zero_when_its_runs_fail(tmp_path):
     assert result.returncode == 1
     assert "unfinished: a/none/seed-1, a/simp/seed-1" in result.stdout
     assert "failed" in (tmp_path / "logs" / "w1.log").read_text()
+
+
+def fake_run(directory: Path, seed: int, ndcg: float, refine: str = "none", sha256: str = "abc") -> Path:
+    import json
+
+    import yaml
+
+    directory.mkdir(parents=True)
+    config = {"data": {"path": f"/elsewhere/{seed}/data.txt"}, "model": {"refine": refine},
+              "train": {"seed": seed, "num_threads": seed % 2 + 1, "lr": 0.001}, "output_dir": str(directory)}
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    test = {m: ndcg for m in load_script("accuracy").METRICS}
+    (directory / "metrics.json").write_text(json.dumps({"seed": seed, "test": test, "dataset": {"sha256": sha256}}))
+    return directory
+
+
+def test_accuracy_tabulates_finished_runs_of_one_config_and_refuses_mixed_ones(tmp_path):
+    accuracy = load_script("accuracy")
+    runs = [fake_run(tmp_path / f"s{seed}", seed, value) for seed, value in [(42, 0.1), (43, 0.2), (44, 0.6)]]
+    record = accuracy.tabulated_record("three", runs)
+    assert record["seeds"] == [42, 43, 44]
+    # mean 0.3; sample std sqrt(((-.2)^2 + (-.1)^2 + .3^2) / 2) = sqrt(0.07)
+    assert record["test_mean_std"]["ndcg@10"]["mean"] == pytest.approx(0.3)
+    assert record["test_mean_std"]["ndcg@10"]["std"] == pytest.approx(0.07 ** 0.5)
+    assert "not recorded" in record["machine"]
+
+    other_model = fake_run(tmp_path / "simp", 45, 0.1, refine="simp")
+    with pytest.raises(SystemExit, match="model.refine"):
+        accuracy.tabulated_record("mixed", [runs[0], other_model])
+    other_data = fake_run(tmp_path / "data", 46, 0.1, sha256="def")
+    with pytest.raises(SystemExit, match="different datasets"):
+        accuracy.tabulated_record("mixed", [runs[0], other_data])
+    with pytest.raises(SystemExit, match="not a finished run"):
+        accuracy.tabulated_record("missing", [runs[0], tmp_path / "nothing"])
