@@ -6,6 +6,7 @@ import torch
 from awrsr.errors import ConfigError
 from awrsr.models import ModelConfig, build_model
 from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.refine import REFINEMENTS
 from awrsr.nn.refine.add import AdditiveRefinement
 from awrsr.nn.refine.none import NoRefinement
 from awrsr.nn.refine.simp import SimpleRefinement
@@ -77,7 +78,15 @@ def test_only_the_chosen_blocks_are_refined():
         ModelConfig(num_blocks=2, refine="simp", refine_blocks=[2])
 
 
-@pytest.mark.parametrize("refine", ["simp", "value", "add"])
+def first_backbone(refine: str) -> tuple[str, str]:
+    """The first (backbone, attention) that the refinement builds on (SASRec's for most)."""
+    from awrsr.models import compatible_combinations
+
+    return next((name, attention) for name, attention, r in compatible_combinations() if r == refine)
+
+
+# every registered refinement, so one added later is saved, loaded and served here too
+@pytest.mark.parametrize("refine", [r for r in REFINEMENTS.names() if r != "none"])
 def test_refinement_trains_saves_loads_and_recommends(refine, tmp_path):
     from rich.console import Console
 
@@ -88,7 +97,8 @@ def test_refinement_trains_saves_loads_and_recommends(refine, tmp_path):
     from conftest import tiny_run_config
 
     cfg = tiny_run_config(tmp_path / refine, max_epochs=2)
-    cfg["model"] = ModelConfig(max_len=12, hidden_size=16, num_blocks=1, refine=refine)
+    name, attention = first_backbone(refine)
+    cfg["model"] = ModelConfig(name=name, attention=attention, max_len=12, hidden_size=16, num_blocks=1, refine=refine)
     result = fit(**cfg, console=Console(quiet=True))
     rec = Recommender.load(result.run_dir)
     top = rec.recommend([1, 2, 3], k=5)
