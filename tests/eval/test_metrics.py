@@ -97,3 +97,22 @@ def test_evaluator_matches_a_brute_force_loop(repeats):
         t = targets[u] - 1
         expected = 1 + sum(1 for j in range(num_items) if j != t and scores[j] >= scores[t])
         assert got[u].item() == expected, u
+
+
+def test_a_rank_equal_to_k_counts_as_a_hit():
+    # ranks 5 and 6 at k = 5: one hit; its gain 1 / log2(5 + 1), averaged over two users
+    metrics = ranking_metrics(torch.tensor([5, 6]), [5])
+    assert metrics["hr@5"] == 0.5
+    assert metrics["ndcg@5"] == pytest.approx(0.5 / math.log2(6))  # 0.19343
+
+
+def test_evaluator_scores_in_eval_mode_and_restores_training_mode():
+    from conftest import build_tiny
+
+    model = build_tiny("sasrec", "dot", "none", dropout=0.5).train()
+    cases = EvalCases(users=np.arange(2), history=Sequences.from_lists([[1, 2, 3], [4, 5]]), targets=np.array([4, 6]))
+    evaluator = FullRankingEvaluator(cases, max_len=8)
+    during_training = evaluator.ranks(model)
+    assert model.training  # training goes on after a validation pass
+    model.eval()
+    assert torch.equal(during_training, evaluator.ranks(model))  # dropout was off while it scored

@@ -100,7 +100,6 @@ def test_limits_on_one_answer(client):
 def test_a_model_with_non_finite_scores_is_not_served(trained_run, tmp_path):
     import shutil
 
-    import torch
     from safetensors.torch import load_file, save_file
 
     broken = tmp_path / "broken"
@@ -111,7 +110,6 @@ def test_a_model_with_non_finite_scores_is_not_served(trained_run, tmp_path):
     save_file(weights, str(broken / "model.safetensors"))
     answer = TestClient(create_app(broken)).post("/recommend", json={"history": [5], "k": 3})
     assert answer.status_code == 500 and "non-finite scores" in answer.json()["detail"]
-    assert torch.isnan(weights[name]).any()
 
 
 def test_model_and_health_describe_what_is_served(client, trained_run):

@@ -74,3 +74,12 @@ def test_bert4rec_with_refinement_fits_beats_popularity_and_recommends(tmp_path)
 def test_bert4rec_needs_room_for_the_mask():
     with pytest.raises(ConfigError, match="max_len must be >= 2 for bert4rec"):
         _bert(max_len=1)
+
+
+def test_a_short_history_keeps_its_oldest_item_when_the_mask_token_is_appended():
+    from conftest import build_tiny
+
+    model = build_tiny("bert4rec", "dot", "none", max_len=6, dropout=0.0).eval()
+    with torch.no_grad():
+        expected = model(torch.tensor([[0, 0, 0, 4, 5, model.mask_id]]))[:, -1]
+        assert torch.allclose(model.next_hidden(torch.tensor([[4, 5]])), expected, atol=1e-6)

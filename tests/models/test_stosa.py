@@ -125,3 +125,39 @@ def test_stosa_loss_needs_a_stochastic_model(tmp_path):
     cfg["train"] = TrainConfig(loss="stosa", max_epochs=1, progress_bar=False)
     with pytest.raises(ConfigError, match="stosa"):
         fit(**cfg, console=Console(quiet=True))
+
+
+def test_wasserstein_attention_by_its_definition():
+    """A = masked-softmax(-W2^2(q, k) / sqrt(d_h)); the mean stream multiplies A into the values,
+    the covariance stream A * A (STOSA's eq. for the covariance path)."""
+    from awrsr.nn.attention.wasserstein import WassersteinAttention
+    from awrsr.nn.masks import AttentionMask, masked_softmax
+    from awrsr.nn.refine.none import NoRefinement
+
+    torch.manual_seed(1)
+    attention = WassersteinAttention(hidden_size=4, num_heads=1, attn_dropout=0.0, refinement=NoRefinement()).eval()
+    x = torch.randn(1, 3, 8)  # mean and covariance streams, 4 features each
+    mask = AttentionMask.build(torch.tensor([[2, 3, 4]]), causal=True)
+    out, weights = attention(x, mask, need_weights=True)
+    mean, cov = x.chunk(2, -1)
+    q_mean, k_mean, _ = attention.mean_qkv(mean).chunk(3, -1)
+    q_cov, k_cov, v_cov = (positive(t) for t in attention.cov_qkv(cov).chunk(3, -1))
+    distances = squared_w2(q_mean[0, :, None], q_cov[0, :, None], k_mean[0, None], k_cov[0, None])  # (3, 3)
+    expected = masked_softmax(-distances / 2.0, mask.allowed[0, 0])  # sqrt(d_h) = 2
+    assert torch.allclose(weights.base[0, 0], expected, atol=1e-5)
+    assert torch.allclose(out[0, :, 4:], attention.cov_output((expected * expected) @ v_cov[0]), atol=1e-5)
+
+
+def test_m_stoc_by_hand_with_identity_matrices():
+    """With identity matrices and A >= 0: mean = A, covariance = ELU(A) + 1 = A + 1, so each row
+    is the vector [A_k, sqrt(A_k + 1)], and the weights are masked-softmax(-||z_k - z_t||^2 / sqrt(d_h))."""
+    from awrsr.nn.masks import AttentionMask, masked_softmax
+    from awrsr.nn.refine.stoc import StochasticRefinement
+
+    torch.manual_seed(0)
+    mask = AttentionMask.build(torch.tensor([[0, 3, 4, 5]]), causal=True)
+    base = masked_softmax(torch.randn(1, 1, 4, 4), mask.allowed)
+    refinement = StochasticRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0)
+    z = torch.cat([base, (base + 1).sqrt()], -1)
+    distances = ((z[..., :, None, :] - z[..., None, :, :]) ** 2).sum(-1)
+    assert torch.allclose(refinement(base, mask), masked_softmax(-distances / 4, mask.allowed), atol=1e-6)

@@ -22,7 +22,29 @@ def test_mask_is_causal_and_hides_padding():
     assert bidirectional[2, 3] and not bidirectional[2, 1]
 
 
-def test_fused_kernel_mask_has_no_empty_row():
+def test_fused_kernel_mask_is_the_allowed_mask_plus_the_diagonal():
     ids = torch.tensor([[0, 0, 3, 4]])
-    fused = AttentionMask.build(ids, causal=True).for_fused_kernel
-    assert fused.any(-1).all()
+    mask = AttentionMask.build(ids, causal=True)
+    fused = mask.for_fused_kernel
+    assert fused.any(-1).all()  # no empty row: fused kernels give NaN for one (on CUDA)
+    assert torch.equal(fused, mask.allowed | torch.eye(4, dtype=torch.bool))
+
+
+def test_the_fused_kernel_is_given_the_mask_without_empty_rows(monkeypatch):
+    # On CPU the kernel returns zeros for an empty row, so only the mask it is given can show this.
+    import awrsr.nn.attention.dot as dot
+    from conftest import build_tiny
+
+    given = []
+    real = dot.F.scaled_dot_product_attention
+
+    def recording(q, k, v, attn_mask=None, **kwargs):
+        given.append(attn_mask)
+        return real(q, k, v, attn_mask=attn_mask, **kwargs)
+
+    monkeypatch.setattr(dot.F, "scaled_dot_product_attention", recording)
+    model = build_tiny("sasrec", "dot", "none", max_len=4).eval()
+    # the batch runs on a window of 2 slots, whose first is padding in the second row: an empty row
+    model(torch.tensor([[0, 0, 3, 4], [0, 0, 0, 5]]))
+    assert given, "the fused kernel was not used"
+    assert all(m.any(-1).all() for m in given)

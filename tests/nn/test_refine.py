@@ -49,6 +49,41 @@ def test_causal_value_by_hand_with_identity_matrices():
     assert torch.allclose(ref(base, mask), masked_softmax(inner @ base, mask.allowed))
 
 
+# Not symmetric, so a test with it on one side only tells W_RQ from W_RK (identity or zero
+# matrices cannot: eq. 2 and eq. 4 differ in the order they multiply them).
+ASYMMETRIC = torch.eye(4) + torch.triu(torch.ones(4, 4), 1)
+
+
+def test_simp_multiplies_the_query_matrix_on_the_left():
+    base, mask = _attention()
+    ref = SimpleRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0)
+    with torch.no_grad():
+        ref.key.copy_(ASYMMETRIC)  # (A W_RQ)(A W_RK)^T = A R^T A^T
+    expected = masked_softmax(base @ ASYMMETRIC.T @ base.transpose(-2, -1) / 4, mask.allowed)
+    assert torch.allclose(ref(base, mask), expected, atol=1e-6)
+
+
+def test_add_multiplies_the_key_matrix_on_the_left():
+    base, mask = _attention()
+    ref = AdditiveRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0)
+    with torch.no_grad():
+        ref.query.copy_(ASYMMETRIC)  # ((A W_RK)(A W_RQ)^T / sqrt(d_h) + A) / 2 = (A R^T A^T / 4 + A) / 2
+    expected = masked_softmax((base @ ASYMMETRIC.T @ base.transpose(-2, -1) / 4 + base) / 2, mask.allowed)
+    assert torch.allclose(ref(base, mask), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("matrix", ["query", "key", "value"])
+def test_causal_value_puts_each_matrix_in_its_place(matrix):
+    base, mask = _attention()
+    ref = ValueRefinement(max_len=4, num_heads=1, head_size=4, init_std=0.0)
+    with torch.no_grad():
+        getattr(ref, matrix).copy_(ASYMMETRIC)
+    eye = torch.eye(4)
+    q, k, v = (ASYMMETRIC if name == matrix else eye for name in ("query", "key", "value"))
+    inner = masked_softmax((base @ q) @ (base @ k).transpose(-2, -1) / 2.0, mask.allowed)
+    assert torch.allclose(ref(base, mask), masked_softmax(inner @ (base @ v), mask.allowed), atol=1e-6)
+
+
 def test_literal_value_is_eq3_and_only_for_bidirectional_backbones():
     base, mask = _attention(causal=False)
     ref = ValueRefinement(max_len=4, num_heads=1, head_size=4, init_std=0.0, form="literal")
