@@ -123,6 +123,9 @@ def tabulated_record(name: str, run_dirs: list[Path]) -> dict:
                           for key in set(config.get(section) or {}) | set(configs[0].get(section) or {})
                           if (config.get(section) or {}).get(key) != (configs[0].get(section) or {}).get(key))
             sys.exit(f"{run_dir}: config differs from {run_dirs[0]}'s in {', '.join(keys) or 'its sections'}")
+    seeds = [r["seed"] for r in runs]
+    if len(set(seeds)) < len(seeds):
+        sys.exit(f"the runs repeat a seed ({seeds}): a mean over seeds needs each once")
     fingerprints = {r["dataset"]["sha256"] for r in runs}
     if len(fingerprints) > 1:
         sys.exit(f"the runs trained on {len(fingerprints)} different datasets (metrics.json's dataset.sha256)")
@@ -134,7 +137,7 @@ def tabulated_record(name: str, run_dirs: list[Path]) -> dict:
         "overrides": [],
         "machine": "from the runs' records: " + "; ".join(machines),
         "torch": None,  # each run's own machine record has it
-        "seeds": [r["seed"] for r in runs],
+        "seeds": seeds,
         "test_mean_std": mean_std(runs),
         "runs": runs,
     }

@@ -96,5 +96,7 @@ def test_accuracy_tabulates_finished_runs_of_one_config_and_refuses_mixed_ones(t
     other_data = fake_run(tmp_path / "data", 46, 0.1, sha256="def")
     with pytest.raises(SystemExit, match="different datasets"):
         accuracy.tabulated_record("mixed", [runs[0], other_data])
+    with pytest.raises(SystemExit, match="repeat a seed"):
+        accuracy.tabulated_record("twice", [runs[0], runs[1], runs[0]])
     with pytest.raises(SystemExit, match="not a finished run"):
         accuracy.tabulated_record("missing", [runs[0], tmp_path / "nothing"])
