@@ -311,7 +311,7 @@ def _fit(
             "evaluation_s": round(eval_seconds, 3),
         },
         "protocol": protocol_record(evaluation, split),
-        "dataset": {**dataset.fingerprint.to_dict(), "stats": dataset.stats.to_dict()},
+        "dataset": {**dataset.fingerprint.to_dict(), "stats": dataset.stats.to_dict(), **data_location(data)},
         "seed": train.seed,
         "code_version": version,
         "machine": machine_record(outcome.device),
@@ -456,6 +456,12 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         )
     if data_path is not None:
         data_config.path = data_path
+    elif frame is None and data_config.path is not None and not user_path(data_config.path).exists():
+        # a relative path read from another directory: the file where training found it (its
+        # fingerprint is checked below, so other data cannot pass for it)
+        resolved = _stored_resolved_path(artifact.metrics)
+        if resolved is not None and resolved.is_file():
+            data_config.path = str(resolved)
     if data_path is None and frame is None and data_config.path is not None and not user_path(data_config.path).exists():
         where = "" if user_path(data_config.path).is_absolute() else f" (relative to the current directory {Path.cwd()})"
         raise DataError(
@@ -475,6 +481,18 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
     if dataset.item_vocab.to_dict() != artifact.vocab.to_dict():
         raise ArtifactError(f"{artifact.directory}: the dataset's item vocabulary differs from the model's")
     return dataset
+
+
+def data_location(data: DataConfig) -> dict[str, str]:
+    """The training file's absolute path, for metrics.json: a relative ``data.path`` is read
+    against the current directory, so evaluating from another directory can still find it."""
+    return {} if data.path is None else {"resolved_path": str(user_path(data.path).resolve())}
+
+
+def _stored_resolved_path(metrics: dict[str, Any] | None) -> Path | None:
+    dataset = (metrics or {}).get("dataset")
+    path = dataset.get("resolved_path") if isinstance(dataset, dict) else None
+    return Path(path) if isinstance(path, str) and path else None
 
 
 def _trained_from_frame(metrics: dict[str, Any] | None) -> bool:

@@ -73,7 +73,7 @@ def test_plot_names_a_damaged_file_and_a_file_given_as_directory(trained_run, tm
     assert code == 2 and "is a file, not a run directory" in err, err
 
 
-def test_evaluate_names_its_own_option_when_the_stored_data_path_is_gone(tmp_path, monkeypatch, capsys):
+def test_evaluate_finds_relative_data_from_elsewhere_and_names_its_option_when_it_is_gone(tmp_path, monkeypatch, capsys):
     from awrsr.data import DataConfig
     from awrsr.workflows import fit
 
@@ -84,19 +84,40 @@ def test_evaluate_names_its_own_option_when_the_stored_data_path_is_gone(tmp_pat
     config = tiny_run_config(work / "run", max_epochs=1)
     config["data"] = DataConfig(path="d.csv", min_user_interactions=0, min_item_interactions=0)
     fit(**config, console=Console(quiet=True))
-    monkeypatch.chdir(tmp_path)  # the relative path no longer leads to the data
+    monkeypatch.chdir(tmp_path)  # the relative path no longer leads to the data...
+    code, out, err = run_cli(capsys, "evaluate", str(work / "run"))
+    assert code == 0 and "NDCG@10" in out, err  # ...but the absolute path recorded at training does
+    (work / "d.csv").rename(work / "moved.csv")
     code, _, err = run_cli(capsys, "evaluate", str(work / "run"))
     message = " ".join(err.split())
     assert code == 2 and "its training data d.csv is not there" in message and "--data_path" in message, err
-    (work / "d.csv").rename(work / "moved.csv")  # an absolute path that is gone says the same
     config = __import__("yaml").safe_load((work / "run" / "config.yaml").read_text())
-    config["data"]["path"] = str(work / "d.csv")
+    config["data"]["path"] = str(work / "d.csv")  # an absolute path that is gone says the same
     (work / "run" / "config.yaml").write_text(__import__("yaml").safe_dump(config))
     code, _, err = run_cli(capsys, "evaluate", str(work / "run"))
     assert code == 2 and "is not there; if the data moved" in " ".join(err.split()), err
-    (work / "moved.csv").rename(work / "d.csv")
-    code, out, _ = run_cli(capsys, "evaluate", str(work / "run"), "--data_path", str(work / "d.csv"))
+    code, out, _ = run_cli(capsys, "evaluate", str(work / "run"), "--data_path", str(work / "moved.csv"))
     assert code == 0 and "NDCG@10" in out
+
+
+def test_a_recorded_absolute_path_to_other_data_is_refused(tmp_path, monkeypatch):
+    """The fallback to the recorded absolute path keeps the fingerprint check."""
+    from awrsr.data import DataConfig
+    from awrsr.errors import ArtifactError
+    from awrsr.workflows import evaluate, fit
+
+    work = tmp_path / "work"
+    work.mkdir()
+    interactions(60).write_csv(work / "d.csv")
+    monkeypatch.chdir(work)
+    config = tiny_run_config(work / "run", max_epochs=1)
+    config["data"] = DataConfig(path="d.csv", min_user_interactions=0, min_item_interactions=0)
+    metrics = fit(**config, console=Console(quiet=True)).metrics
+    assert metrics["dataset"]["resolved_path"] == str((work / "d.csv").resolve())
+    interactions(40).write_csv(work / "d.csv")  # other data where the training file was
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ArtifactError, match="fingerprint"):
+        evaluate(work / "run", console=Console(quiet=True))
 
 
 def test_frame_run_needs_its_data_for_evaluate_and_plot(frame_run, tmp_path, capsys):

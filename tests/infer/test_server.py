@@ -124,3 +124,11 @@ def test_model_and_health_describe_what_is_served(client, trained_run):
 def test_a_bad_artifact_fails_before_serving(tmp_path):
     with pytest.raises(ArtifactError, match="not found"):
         create_app(tmp_path / "nothing-here")
+
+
+def test_model_info_leaves_out_where_the_training_file_lies_on_the_server():
+    from awrsr.infer.server import public_dataset_record
+
+    stored = {"sha256": "ab12", "stats": {"source": "ratings.csv"}, "resolved_path": "/srv/private/ratings.csv"}
+    assert public_dataset_record(stored) == {"sha256": "ab12", "stats": {"source": "ratings.csv"}}
+    assert public_dataset_record(None) is None  # runs without a stored dataset record

@@ -72,6 +72,13 @@ if FastAPI is not None:
         results: list[Recommendations]
 
 
+def public_dataset_record(dataset: Any) -> Any:
+    """The stored dataset record without where the training file lies on the server's disk."""
+    if not isinstance(dataset, dict):
+        return dataset
+    return {key: value for key, value in dataset.items() if key != "resolved_path"}
+
+
 def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
     """The service for the artifact in ``artifact_dir``, scoring on ``device`` (loaded now: a bad
     artifact or a device this machine lacks fails here, before any request)."""
@@ -137,7 +144,7 @@ def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
         "items": len(artifact.vocab),
         "max_len": artifact.model_config.max_len,
         "device": str(recommender.device),
-        "dataset": (artifact.metrics or {}).get("dataset"),
+        "dataset": public_dataset_record((artifact.metrics or {}).get("dataset")),
         "test": (artifact.metrics or {}).get("test"),
         "code_version": (artifact.metrics or {}).get("code_version"),
     }
