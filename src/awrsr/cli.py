@@ -202,6 +202,7 @@ def _recommend_log(
         Recommender.from_artifact(loaded, device=device), loaded.config.get("data"), input, output, k=k,
         exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error", exclude=exclude,
         batch_size=batch_size, reading=reading,
+        training_file=((loaded.metrics or {}).get("dataset") or {}).get("resolved_path"),
     )
     if output is None:
         sys.stdout.write(result.frame.write_csv())

@@ -1,6 +1,7 @@
 """Batch scoring of a whole log (``awrsr recommend --input``): every user gets what
 ``Recommender.recommend`` gives their history alone, and what cannot be scored is reported."""
 
+import json
 import shutil
 
 import polars as pl
@@ -224,6 +225,15 @@ def test_cli_refuses_to_write_over_the_models_training_data(trained_run, log_fil
     config = yaml.safe_load((copy / "config.yaml").read_text())
     config["data"]["path"] = str(data)  # as if trained on this file
     (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    code, _, stderr = run_cli(capsys, "recommend", str(copy), "--input", str(log_file), "--output", str(data))
+    assert code == 2 and "is the model's training data" in stderr, stderr
+    assert data.read_text() == "user_id,item_id\n1,2\n"
+    # a relative stored path read from another directory: the absolute path recorded at training
+    config["data"]["path"] = "train.csv"
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    metrics = json.loads((copy / "metrics.json").read_text())
+    metrics["dataset"]["resolved_path"] = str(data)
+    (copy / "metrics.json").write_text(json.dumps(metrics))
     code, _, stderr = run_cli(capsys, "recommend", str(copy), "--input", str(log_file), "--output", str(data))
     assert code == 2 and "is the model's training data" in stderr, stderr
     assert data.read_text() == "user_id,item_id\n1,2\n"

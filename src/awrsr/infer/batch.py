@@ -148,14 +148,18 @@ def score_log_file(
     recommender: Recommender, stored_data: dict[str, Any] | None, input: str, output: str | None, *,
     k: int = 10, exclude_seen: bool = True, unknown: Literal["error", "ignore"] = "error",
     exclude: Iterable[Any] = (), batch_size: int = 1024, reading: dict[str, Any] | None = None,
+    training_file: str | None = None,
 ) -> LogRecommendations:
     """``awrsr recommend --input``: read the log ``input`` as ``log_data_config`` says, score every
     user, and write the table to ``output`` (checked before anything is read; None: the caller
-    prints it). Errors name the command's options rather than the training config's."""
+    prints it). Errors name the command's options rather than the training config's.
+    ``training_file``: the training data's absolute path as metrics.json recorded it, protected
+    like the stored (possibly relative) ``data.path``."""
     if output is not None:
         out = check_output_path(output)
         if out.exists():  # a log is never replaced by recommendations: the input, or the model's training data
-            for what, source in (("the input log", input), ("the model's training data", (stored_data or {}).get("path"))):
+            training = [("the model's training data", p) for p in ((stored_data or {}).get("path"), training_file)]
+            for what, source in [("the input log", input), *training]:
                 if source and user_path(source).exists() and out.resolve() == user_path(source).resolve():
                     raise ConfigError(f"output {output} is {what}; writing it would replace the interactions")
     try:
