@@ -81,6 +81,9 @@ def test_fit_runs_from_a_config_file(tmp_path, capsys):
         ("train:\n  seed: 4294967296\n", "train.seed must be in 0..4294967295"),
         ("train:\n  num_negatives: -5\n", "train.num_negatives must be >= 1"),  # whatever the loss
         ("model:\n  norm_eps: -1\n", "model.norm_eps must be > 0"),
+        # YAML keeps the last of two equal keys silently: the second lr would win unseen
+        ("train:\n  lr: 0.001\n  batch_size: 8\n  lr: 0.1\n", "line 4: 'lr' is given twice in one mapping (first on line 2)"),
+        ("model: {refine: simp, refine: add}\n", "'refine' is given twice"),
     ],
 )
 def test_bad_configs_name_the_field(tmp_path, capsys, yaml_text, expected):

@@ -66,6 +66,9 @@ def test_bad_search_space_is_a_clear_error(tmp_path):
     space.write_text("train.lr: [0.001, 0.01\n")
     with pytest.raises(ConfigError, match="space.yaml: not valid YAML"):
         load_search_space(space)
+    space.write_text("train.lr: [0.001]\nmodel.dropout: [0.2]\ntrain.lr: [0.1]\n")
+    with pytest.raises(ConfigError, match=r"space.yaml, line 3: 'train.lr' is given twice"):
+        load_search_space(space)
 
 
 def test_what_would_fail_every_trial_fails_once_before_any_trains(tmp_path):
@@ -79,6 +82,9 @@ def test_what_would_fail_every_trial_fails_once_before_any_trains(tmp_path):
         run_tune(str(base), space, tmp_path / "t", extra={"train.max_epoch": "1"}, console=QUIET)
     base.write_text("train: {max_epochs: 1\n")
     with pytest.raises(ConfigError, match="base.yaml: not valid YAML"):
+        run_tune(str(base), space, tmp_path / "t", console=QUIET)
+    base.write_text("train:\n  max_epochs: 1\n  max_epochs: 2\n")
+    with pytest.raises(ConfigError, match="base.yaml, line 3: 'max_epochs' is given twice"):
         run_tune(str(base), space, tmp_path / "t", console=QUIET)
     assert not (tmp_path / "t").exists()
 
@@ -417,6 +423,9 @@ def test_compare_named_variants_from_a_file(base_config, tmp_path):
     assert not (tmp_path / "never").exists()  # nothing trained
     variants_path.write_text("- not a mapping\n")
     with pytest.raises(ConfigError, match="models.yaml"):
+        load_variants_file(variants_path)
+    variants_path.write_text("sasrec: {}\nsasrec: {model.refine: simp}\n")  # a copy-paste left unrenamed
+    with pytest.raises(ConfigError, match="models.yaml, line 2: 'sasrec' is given twice"):
         load_variants_file(variants_path)
 
 

@@ -19,6 +19,7 @@ from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import finished_run, option_args, run_or_reuse, run_status
 from awrsr.files import csv_text, user_path, write_text_atomic
+from awrsr.run_config import check_unique_keys
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
@@ -84,9 +85,11 @@ def check_seeds(seeds: Sequence[int], options: Mapping[str, Mapping[str, Any]]) 
 def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """A YAML mapping of variant names to option sets (see configs/compare/)."""
     try:
-        variants = yaml.safe_load(user_path(path).read_text())
+        text = user_path(path).read_text()
+        variants = yaml.safe_load(text)
     except (OSError, yaml.YAMLError) as err:
         raise ConfigError(f"{path}: cannot read the variants file ({err})") from None
+    check_unique_keys(text, str(path))
     if not isinstance(variants, dict) or not all(isinstance(o, dict) or o is None for o in variants.values()):
         raise ConfigError(f"{path}: expected a mapping of variant names to option mappings, e.g. parec: {{model.attention: positional}}")
     return variants

@@ -31,6 +31,7 @@ from rich.progress import Progress
 from awrsr.errors import ConfigError, TrainingDiverged
 from awrsr.experiments.runs import known_keys, run_or_reuse
 from awrsr.files import csv_text, user_path, write_text_atomic
+from awrsr.run_config import check_unique_keys
 
 
 def load_search_space(path: str | Path) -> dict[str, list[Any]]:
@@ -38,9 +39,11 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
     if not path.is_file():
         raise ConfigError(f"search space file not found: {path}")
     try:
-        space = yaml.safe_load(path.read_text())
+        text = path.read_text()
+        space = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML ({err})") from None
+    check_unique_keys(text, str(path))
     if not isinstance(space, dict) or not space:
         raise ConfigError(f"{path}: expected a mapping of config keys to lists of values")
     for key, values in space.items():
@@ -63,9 +66,11 @@ def check_fixed_options(config: str, extra: dict[str, Any]) -> None:
     """What would fail every trial alike fails once, now: a base config that is not YAML, or a
     misspelt key among the options given to every trial."""
     try:
-        yaml.safe_load(Path(config).read_text())
+        text = Path(config).read_text()
+        yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"{config}: not valid YAML ({err})") from None
+    check_unique_keys(text, config)
     check_known_keys(extra, "--set ")
 
 
