@@ -74,7 +74,7 @@ def bucket_means(values: np.ndarray, buckets: np.ndarray, num_buckets: int) -> n
     return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
-def test_history_lengths(run_dir: Path, cache: dict[str, tuple[str, np.ndarray]] | None = None) -> tuple[str, np.ndarray]:
+def held_out_history_lengths(run_dir: Path, cache: dict[str, tuple[str, np.ndarray]] | None = None) -> tuple[str, np.ndarray]:
     """(dataset fingerprint, history length of each test user) of a finished run, users in the
     order of its test ranks.
 
@@ -143,7 +143,7 @@ def length_table(
     rows: dict[str, LengthRow] = {}
     for r in records:
         run_dir = Path(r["run_dir"])
-        fingerprint, lengths = test_history_lengths(run_dir, cache)
+        fingerprint, lengths = held_out_history_lengths(run_dir, cache)
         ranks = held_out_ranks(run_dir, recompute=recompute_ranks)
         if ranks is None:
             left_out.append(f"{r['variant']} seed {r['seed']} (no stored test ranks)")

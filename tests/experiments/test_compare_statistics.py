@@ -1,0 +1,126 @@
+"""What compare tabulates, from hand-made run records (no training): runs paired by seed, the
+sample std, improvements over the shared seeds, the paired p-value, a named base, each seed reaching
+its run, table.csv columns, and the by-length table paired by seed."""
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from awrsr.experiments import by_length
+from awrsr.experiments.compare import run_compare, tabulate, write_outputs
+
+QUIET = Console(quiet=True)
+METRICS = ("hr@1", "hr@5", "ndcg@5", "ndcg@10")
+
+
+def rec(variant, seed, value):
+    """A finished run whose four table metrics all equal ``value``."""
+    return {"variant": variant, "seed": seed, "run_dir": f"/nowhere/{variant}/seed-{seed}", "metrics": {
+        "test": {m: value for m in METRICS}, "selection": {"best_epoch": 1, "epochs_trained": 1},
+        "time": {"mean_epoch_s": 1.0}, "protocol": {"filter_seen": True}, "machine": {"device": "cpu"}}}
+
+
+# base has seeds 1, 2, 3; the variant only 2 and 3 (a partial comparison)
+PARTIAL = [rec("none", 1, 0.10), rec("none", 2, 0.20), rec("none", 3, 0.40), rec("add", 2, 0.22), rec("add", 3, 0.43)]
+
+
+def test_pairs_by_seed_not_by_position_and_reports_sample_std():
+    cell = tabulate(PARTIAL, base="none")["add"]["ndcg@5"]
+    assert (cell.runs, cell.pairs) == (2, 2)
+    assert cell.mean == pytest.approx(0.325)
+    assert cell.std == pytest.approx(0.14849242, abs=1e-7)  # sample std (n-1): |0.43-0.22|/sqrt(2); ddof=0 gives 0.105
+    # vs the base on seeds 2 and 3 (mean 0.30), not on its first two seeds (mean 0.15)
+    assert cell.improvement == pytest.approx((0.325 - 0.30) / 0.30 * 100)  # 8.333 %
+    # paired differences 0.02, 0.03: t = 5 with 1 df, two-sided p = 1 - 2 atan(5) / pi
+    assert cell.p_value == pytest.approx(1 - 2 * math.atan(5) / math.pi, abs=1e-6)  # 0.12567
+    base = tabulate(PARTIAL, base="none")["none"]["ndcg@5"]
+    assert base.is_reference and base.mean == pytest.approx(0.70 / 3) and base.std == pytest.approx(0.15275252, abs=1e-7)
+
+
+def test_mean_and_std_cover_all_of_a_variants_runs_improvement_only_the_shared_seeds():
+    records = [rec("none", 1, 0.10), rec("none", 2, 0.20), rec("add", 2, 0.30), rec("add", 3, 0.50)]
+    cell = tabulate(records, base="none")["add"]["ndcg@5"]
+    assert (cell.runs, cell.pairs) == (2, 1)
+    assert cell.mean == pytest.approx(0.40) and cell.std == pytest.approx(math.sqrt(0.02))  # both runs
+    assert cell.improvement == pytest.approx(50.0)  # seed 2 only: 0.30 vs 0.20
+    assert math.isnan(cell.p_value)
+
+
+def test_table_csv_columns_hold_what_their_headers_say(tmp_path):
+    table = tabulate(PARTIAL, base="none")
+    write_outputs(PARTIAL, table, tmp_path, "model.refine")
+    rows = {r["variant"]: r for r in csv.DictReader((tmp_path / "table.csv").read_text().splitlines())}
+    add = rows["add"]
+    assert float(add["ndcg@5_mean"]) == pytest.approx(0.325)
+    assert float(add["ndcg@5_std"]) == pytest.approx(0.14849242, abs=1e-7)
+    assert float(add["ndcg@5_improvement_pct"]) == pytest.approx(25 / 3)
+    assert float(add["ndcg@5_p_value"]) == pytest.approx(1 - 2 * math.atan(5) / math.pi, abs=1e-6)
+    assert (add["runs"], add["pairs"]) == ("2", "2")
+    md = (tmp_path / "table.md").read_text()
+    assert "| add | 0.3250 ± 0.1485 (+8.33%, p=0.126)" in md
+
+
+def fake_runs(monkeypatch, calls):
+    """compare's run_or_reuse replaced: each run 'scores' 0.1 * seed, plus 0.05 with refine add."""
+    def run_or_reuse(config, options, run_dir, console, wait=True):
+        calls.append((run_dir.parent.name, run_dir.name, options["train.seed"]))
+        value = 0.1 * options["train.seed"] + (0.05 if options.get("model.refine") == "add" else 0.0)
+        return rec("x", 0, value)["metrics"]
+
+    monkeypatch.setattr("awrsr.experiments.compare.run_or_reuse", run_or_reuse)
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "base.yaml"
+    path.write_text("train: {max_epochs: 1}\n")
+    return str(path)
+
+
+def test_each_run_trains_with_its_own_seed(monkeypatch, tmp_path, config):
+    calls = []
+    fake_runs(monkeypatch, calls)
+    table = run_compare(config, ["add"], [1, 2], tmp_path / "c", console=QUIET)
+    assert sorted(calls) == [("add", "seed-1", 1), ("add", "seed-2", 2), ("none", "seed-1", 1), ("none", "seed-2", 2)]
+    none, add = table["none"]["ndcg@5"], table["add"]["ndcg@5"]
+    assert none.mean == pytest.approx(0.15) and none.std == pytest.approx(math.sqrt(0.005))
+    assert add.mean == pytest.approx(0.20) and add.improvement == pytest.approx(100 / 3)
+    assert add.p_value == pytest.approx(0.0, abs=1e-9)  # both differences 0.05: no variance
+
+
+def test_a_named_base_that_is_not_the_first_entry_is_the_base(monkeypatch, tmp_path, config):
+    fake_runs(monkeypatch, [])
+    variants = {"with-add": {"model.refine": "add"}, "plain": {}}
+    table = run_compare(config, variants, [1, 2], tmp_path / "c", base="plain", console=QUIET)
+    assert list(table) == ["plain", "with-add"]
+    assert table["plain"]["ndcg@5"].is_reference and math.isnan(table["plain"]["ndcg@5"].improvement)
+    assert table["with-add"]["ndcg@5"].improvement == pytest.approx(100 / 3)
+    lines = (tmp_path / "c" / "table.md").read_text().splitlines()
+    assert lines[4].startswith("| plain | 0.1500 ± 0.0707 |") and lines[5].startswith("| with-add | 0.2000 ± 0.0707 (+33.33%")
+
+
+def test_by_length_pairs_buckets_by_seed(monkeypatch):
+    """Two test users, history lengths 3 and 8 (buckets 1-5 and >5 with edges [5]); HR@1 per user
+    from scripted ranks. The base has seeds 1-3, the variant seeds 2-3."""
+    ranks = {("none", 1): [2, 2], ("none", 2): [2, 1], ("none", 3): [1, 1], ("add", 2): [1, 1], ("add", 3): [1, 1]}
+    monkeypatch.setattr(by_length, "held_out_history_lengths", lambda run_dir, cache=None: ("fp", np.array([3, 8])))
+    monkeypatch.setattr(by_length, "held_out_ranks",
+                        lambda run_dir, recompute=True: np.array(ranks[Path(run_dir).parent.name, int(Path(run_dir).name[5:])]))
+    records = [{"variant": v, "seed": s, "run_dir": f"/x/{v}/seed-{s}"} for v, s in ranks]
+    labels, rows, _ = by_length.length_table(records, {"none": "none", "add": "none"}, "none", edges=[5], metric="hr@1")
+    assert labels == ["1-5", ">5"] and rows["add"].counts == [1, 1]
+    short, long_ = rows["add"].cells
+    # bucket 1-5: variant [1, 1] vs base seeds 2, 3 [0, 1]: +100 %, differences [1, 0]: t = 1, 1 df, p = 0.5
+    assert short["mean"] == 1.0 and short["improvement"] == pytest.approx(100.0) and short["p_value"] == pytest.approx(0.5)
+    # bucket >5: variant [1, 1] vs base [1, 1]: +0 %, identical pairs: p = 1
+    assert long_["improvement"] == pytest.approx(0.0) and long_["p_value"] == 1.0
+    assert rows["none"].cells[0]["mean"] == pytest.approx(1 / 3)  # base over all its seeds
+
+
+def test_by_length_edges_are_inclusive_upper_bounds():
+    assert by_length.assign_buckets(np.array([1, 5, 6, 10, 11, 200, 201]), [5, 10, 200]).tolist() == [0, 0, 1, 1, 2, 2, 3]
+    assert by_length.bucket_labels([1, 5]) == ["1", "2-5", ">5"]

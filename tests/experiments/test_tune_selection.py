@@ -1,0 +1,64 @@
+"""tune selects on validation only: trials whose validation and test rankings disagree are run
+by a stand-in with scripted metrics; best.yaml, trials.csv and max_trials are checked by hand."""
+
+import csv
+import json
+
+import pytest
+import yaml
+from rich.console import Console
+
+from awrsr.experiments.tune import run_tune
+
+QUIET = Console(quiet=True)
+#            lr:   valid ndcg@10, test ndcg@10 -- the best on test is the worst-but-one on validation
+SCRIPT = {0.1: (0.30, 0.10), 0.01: (0.20, 0.50), 0.001: (0.25, 0.00), 0.0001: (0.10, 0.20)}
+
+
+@pytest.fixture
+def trials(monkeypatch, tmp_path):
+    calls = []
+
+    def run_or_reuse(config, options, run_dir, console, wait=True, print_test=True):
+        calls.append(options["train.lr"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.yaml").write_text(yaml.safe_dump({"train": {"lr": options["train.lr"]}}))
+        valid, test = SCRIPT[options["train.lr"]]
+        metrics = {"selection": {"monitor": "valid ndcg@10", "best_epoch": 3}, "valid": {"ndcg@10": valid},
+                   "test": {"ndcg@10": test}, "protocol": {"filter_seen": True}}
+        (run_dir / "metrics.json").write_text(json.dumps(metrics))
+        return metrics
+
+    monkeypatch.setattr("awrsr.experiments.tune.run_or_reuse", run_or_reuse)
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    return str(base), calls
+
+
+def test_the_best_validation_trial_is_selected_and_written_to_best_yaml(trials, tmp_path):
+    base, calls = trials
+    best = run_tune(base, {"train.lr": [0.1, 0.01, 0.001]}, tmp_path / "t", console=QUIET)
+    assert sorted(calls) == [0.001, 0.01, 0.1]
+    assert best["train.lr"] == 0.1 and best["valid"] == 0.30
+    assert yaml.safe_load((tmp_path / "t" / "best.yaml").read_text()) == {"train": {"lr": 0.1}}
+    rows = list(csv.DictReader((tmp_path / "t" / "trials.csv").read_text().splitlines()))
+    assert [float(r["train.lr"]) for r in rows] == [0.1, 0.001, 0.01]  # best validation first
+    assert [float(r["valid"]) for r in rows] == [0.30, 0.25, 0.20]
+
+
+def test_max_trials_runs_exactly_that_many_and_the_same_ones_for_the_same_seed(trials, tmp_path):
+    base, calls = trials
+    space = {"train.lr": [0.1, 0.01, 0.001, 0.0001]}
+    run_tune(base, space, tmp_path / "a", max_trials=2, sample_seed=3, console=QUIET)
+    first = list(calls)
+    assert len(first) == 2 and len(set(first)) == 2
+    assert len(list(csv.DictReader((tmp_path / "a" / "trials.csv").read_text().splitlines()))) == 2
+    calls.clear()
+    run_tune(base, space, tmp_path / "b", max_trials=2, sample_seed=3, console=QUIET)
+    assert sorted(calls) == sorted(first)
+    calls.clear()
+    best = run_tune(base, space, tmp_path / "c", max_trials=1, console=QUIET)
+    assert len(calls) == 1 and best["train.lr"] == calls[0]
+    calls.clear()
+    run_tune(base, space, tmp_path / "d", max_trials=4, console=QUIET)  # the whole grid
+    assert sorted(calls) == sorted(space["train.lr"])

@@ -1,0 +1,76 @@
+"""Model selection with scripted validation scores, so the best and the stopping epochs are known
+by hand: early stopping on the monitor with its patience, the best epoch's weights saved (and
+test-scored), a changed patience on resume, and interrupted compare/tune runs continued, not restarted."""
+
+import pytest
+import torch
+from rich.console import Console
+
+from awrsr.train.module import SequentialRecommenderModule
+from awrsr.workflows import fit
+from conftest import tiny_run_config
+
+QUIET = Console(quiet=True)
+# validation NDCG@10 by epoch: best at epoch 2, then no better; MRR rises every epoch
+NDCG = [0.10, 0.30, 0.20, 0.25, 0.20, 0.20, 0.20, 0.20, 0.20, 0.20]
+MRR = [0.01 * (e + 1) for e in range(10)]
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """Validation logs NDCG and MRR from the script; the weights at each validation are kept."""
+    weights = {}
+
+    def on_validation_epoch_end(self):
+        self._val_ranks.clear()
+        epoch = self.current_epoch + 1
+        weights[epoch] = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.log_dict({"val/ndcg@10": NDCG[epoch - 1], "val/mrr": MRR[epoch - 1]}, prog_bar=False)
+
+    monkeypatch.setattr(SequentialRecommenderModule, "on_validation_epoch_end", on_validation_epoch_end)
+    return weights
+
+
+def small(run_dir, **train):
+    cfg = tiny_run_config(run_dir, **{"max_epochs": 8, **train})
+    cfg["data"].synthetic.num_users = 120
+    return cfg
+
+
+def test_early_stopping_on_the_monitor_with_its_patience_and_the_best_epochs_weights(scripted, tmp_path):
+    run = fit(**small(tmp_path / "run", patience=2), console=QUIET)
+    sel = run.metrics["selection"]
+    # epoch 2 is best; epochs 3 and 4 do not improve on it: 2 checks without improvement = patience
+    assert sel == {"monitor": "valid ndcg@10", "best_epoch": 2, "best_value": pytest.approx(0.30),
+                   "epochs_trained": 4, "stopped_by": "early stopping"}
+    # the saved model (and so the test scores) are epoch 2's weights, not the last epoch's
+    from awrsr.infer import load_artifact
+
+    saved = load_artifact(run.run_dir).model.state_dict()
+    assert set(saved) == set(scripted[2])
+    assert all(torch.equal(saved[k], scripted[2][k]) for k in saved)
+    assert not all(torch.equal(saved[k], scripted[4][k]) for k in saved)
+
+
+def test_a_run_stopped_early_resumes_with_the_patience_given_now(scripted, tmp_path):
+    fit(**small(tmp_path / "run", patience=2), console=QUIET)  # stops after epoch 4
+    resumed = fit(**small(tmp_path / "run", patience=10), console=QUIET, resume=True)
+    sel = resumed.metrics["selection"]
+    # 6 checks without improvement by epoch 8 < 10: runs to max_epochs, still selecting epoch 2
+    assert (sel["epochs_trained"], sel["stopped_by"], sel["best_epoch"]) == (8, "max_epochs", 2)
+
+
+def test_compare_and_tune_continue_an_interrupted_run_instead_of_starting_it_again(tmp_path, monkeypatch):
+    from awrsr.experiments.runs import run_or_reuse
+
+    config = tmp_path / "base.yaml"
+    config.write_text("train: {patience: 50}\n")
+    options = {"data.synthetic.num_users": 80, "data.synthetic.num_items": 20, "model.max_len": 10,
+               "model.hidden_size": 8, "model.num_blocks": 1, "train.max_epochs": 3}
+    first = run_or_reuse(str(config), options, tmp_path / "run", QUIET)
+    (tmp_path / "run" / "metrics.json").unlink()  # killed while evaluating: all 3 epochs are in last.ckpt
+    epochs = []
+    monkeypatch.setattr(SequentialRecommenderModule, "on_train_epoch_start", lambda self: epochs.append(self.current_epoch))
+    again = run_or_reuse(str(config), options, tmp_path / "run", QUIET)
+    assert epochs == []  # nothing trained again
+    assert again["test"] == first["test"] and again["selection"]["epochs_trained"] == 3
