@@ -20,9 +20,9 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -32,7 +32,12 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from awrsr.data import DataConfig  # noqa: E402
+from awrsr.eval import EvalConfig  # noqa: E402
+from awrsr.experiments.stats import mean_std  # noqa: E402
+from awrsr.models import ModelConfig  # noqa: E402
 from awrsr.run_config import load_fit_config  # noqa: E402
+from awrsr.train import TrainConfig  # noqa: E402
 from awrsr.workflows import fit  # noqa: E402
 
 METRICS = ["hr@1", "hr@5", "hr@10", "hr@20", "ndcg@1", "ndcg@5", "ndcg@10", "ndcg@20", "mrr"]
@@ -92,14 +97,26 @@ def main() -> None:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (threads per run: see overrides; torch default {torch.get_num_threads()})",
         "torch": torch.__version__,
         "seeds": args.seeds,
-        "test_mean_std": mean_std(runs),
+        "test_mean_std": summarise_test_metrics(runs),
         "runs": runs,
     }
     write_record(record, console)
 
 
 # settings that may differ between runs tabulated together: they do not change what is trained
-_RUN_ONLY_SETTINGS = {"seed", "num_threads", "progress_bar", "max_time"}
+# (a time budget does: a run it stopped is not a converged one)
+_RUN_ONLY_SETTINGS = {"seed", "num_threads", "progress_bar"}
+_SECTIONS = {"data": DataConfig, "model": ModelConfig, "train": TrainConfig, "evaluation": EvalConfig}
+
+
+def comparable_config(stored: dict) -> dict:
+    """A run's config.yaml with each section's defaults filled in (a field added to awrsr after
+    the run counts as its default, as on resume), less what may differ between seeds."""
+    config = {name: {**asdict(cls()), **(stored.get(name) or {})} for name, cls in _SECTIONS.items()}
+    config["train"] = {k: v for k, v in config["train"].items() if k not in _RUN_ONLY_SETTINGS}
+    # where the data lay may differ; what it holds may not (compared by fingerprint)
+    config["data"] = {k: v for k, v in config["data"].items() if k != "path"}
+    return config
 
 
 def tabulated_record(name: str, run_dirs: list[Path]) -> dict:
@@ -108,21 +125,16 @@ def tabulated_record(name: str, run_dirs: list[Path]) -> dict:
     for run_dir in run_dirs:
         if not (run_dir / "metrics.json").is_file() or not (run_dir / "config.yaml").is_file():
             sys.exit(f"{run_dir}: not a finished run (no metrics.json or config.yaml)")
-        config = yaml.safe_load((run_dir / "config.yaml").read_text())
-        config["train"] = {k: v for k, v in (config.get("train") or {}).items() if k not in _RUN_ONLY_SETTINGS}
-        config.pop("output_dir", None)
-        # where the data lay may differ; what it holds may not (compared by fingerprint below)
-        config["data"] = {k: v for k, v in (config.get("data") or {}).items() if k != "path"}
-        configs.append(config)
+        configs.append(comparable_config(yaml.safe_load((run_dir / "config.yaml").read_text()) or {}))
         path = run_dir.resolve()
         shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-        runs.append({"run_dir": str(shown), **json.loads((run_dir / "metrics.json").read_text())})
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        metrics.get("dataset", {}).pop("resolved_path", None)  # a path on the machine that trained it
+        runs.append({"run_dir": str(shown), **metrics})
     for run_dir, config in zip(run_dirs[1:], configs[1:]):
-        if config != configs[0]:
-            keys = sorted(f"{section}.{key}" for section in set(config) | set(configs[0])
-                          for key in set(config.get(section) or {}) | set(configs[0].get(section) or {})
-                          if (config.get(section) or {}).get(key) != (configs[0].get(section) or {}).get(key))
-            sys.exit(f"{run_dir}: config differs from {run_dirs[0]}'s in {', '.join(keys) or 'its sections'}")
+        keys = [f"{name}.{key}" for name in _SECTIONS for key in config[name] if config[name][key] != configs[0][name].get(key)]
+        if keys:
+            sys.exit(f"{run_dir}: config differs from {run_dirs[0]}'s in {', '.join(keys)}")
     seeds = [r["seed"] for r in runs]
     if len(set(seeds)) < len(seeds):
         sys.exit(f"the runs repeat a seed ({seeds}): a mean over seeds needs each once")
@@ -138,17 +150,14 @@ def tabulated_record(name: str, run_dirs: list[Path]) -> dict:
         "machine": "from the runs' records: " + "; ".join(machines),
         "torch": None,  # each run's own machine record has it
         "seeds": seeds,
-        "test_mean_std": mean_std(runs),
+        "test_mean_std": summarise_test_metrics(runs),
         "runs": runs,
     }
 
 
-def mean_std(runs: list[dict]) -> dict:
-    return {
-        m: {"mean": statistics.mean(r["test"][m] for r in runs),
-            "std": statistics.stdev(r["test"][m] for r in runs) if len(runs) > 1 else 0.0}
-        for m in METRICS
-    }
+def summarise_test_metrics(runs: list[dict]) -> dict:
+    summary = {m: mean_std([r["test"][m] for r in runs]) for m in METRICS}
+    return {m: {"mean": mean, "std": std} for m, (mean, std) in summary.items()}
 
 
 def write_record(record: dict, console: Console) -> None:

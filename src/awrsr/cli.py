@@ -25,7 +25,8 @@ from awrsr.data.config import Format
 from awrsr.errors import AwrsrError
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
-from awrsr.run_config import SuggestingParser, check_config_files
+from awrsr.run_config import SuggestingParser
+from awrsr.strict_yaml import check_config_files, install_strict_yaml_loader
 from awrsr.train import TrainConfig
 
 
@@ -346,7 +347,8 @@ def plot(
 
 def main(argv: Optional[list] = None) -> None:
     try:
-        check_config_files(sys.argv[1:] if argv is None else argv)
+        check_config_files(sys.argv[1:] if argv is None else argv)  # names the file; the loader, inline configs
+        install_strict_yaml_loader()
         # allow_abbrev=False: argparse would take --train.max_epoch for --train.max_epochs, and a
         # misspelt option must be an error, not a guess.
         CLI(

@@ -18,7 +18,7 @@ import yaml
 from jsonargparse import ArgumentParser
 
 from awrsr.errors import ConfigError
-from awrsr.files import user_path
+from awrsr.strict_yaml import check_config_files, install_strict_yaml_loader
 
 # How jsonargparse and argparse name an option they do not know.
 _UNKNOWN_OPTION = re.compile(r"does not accept option '([^']+)'|unrecognized arguments: --?(\S+)")
@@ -36,46 +36,6 @@ def did_you_mean(message: str, parser: ArgumentParser) -> str:
     return f" (did you mean --{close[0]}?)" if close else ""
 
 
-def check_unique_keys(text: str, source: str) -> None:
-    """A ConfigError for a YAML mapping that repeats a key. YAML parsers keep the last one
-    silently, so a second ``lr:`` further down a file would override the one a reader sees."""
-    try:
-        root = yaml.compose(text)  # nodes, with their line numbers
-    except yaml.YAMLError:
-        return  # not YAML: the loader that reads it next says so in its own words
-    stack = [root] if root is not None else []
-    while stack:
-        node = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            first_line: dict[str, int] = {}
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    line = key.start_mark.line + 1
-                    if key.value in first_line:
-                        raise ConfigError(
-                            f"{source}, line {line}: {key.value!r} is given twice in one mapping (first on line "
-                            f"{first_line[key.value]}); YAML would silently keep the last"
-                        )
-                    first_line[key.value] = line
-                stack.append(value)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-
-
-def check_config_files(args: Sequence[str]) -> None:
-    """``check_unique_keys`` for each ``--config FILE`` (or ``--config=FILE``) among ``args``; a
-    file that cannot be read is left to the parser, which names it."""
-    for i, arg in enumerate(args):
-        path = args[i + 1] if arg == "--config" and i + 1 < len(args) else arg[9:] if arg.startswith("--config=") else None
-        if path is None:
-            continue
-        try:
-            text = user_path(path).read_text()
-        except (OSError, UnicodeDecodeError):
-            continue
-        check_unique_keys(text, path)
-
-
 class SuggestingParser(ArgumentParser):
     """jsonargparse's parser, whose errors about an unknown option name the closest known one."""
 
@@ -90,6 +50,7 @@ def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     from awrsr.cli import fit
 
     check_config_files(args)
+    install_strict_yaml_loader()
     parser = SuggestingParser(exit_on_error=False, allow_abbrev=False)  # a misspelt key is an error, not a prefix
     parser.add_argument("--config", action="config")
     parser.add_function_arguments(fit, as_positional=False)

@@ -456,19 +456,48 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         )
     if data_path is not None:
         data_config.path = data_path
-    elif frame is None and data_config.path is not None and not user_path(data_config.path).exists():
-        # a relative path read from another directory: the file where training found it (its
-        # fingerprint is checked below, so other data cannot pass for it)
-        resolved = _stored_resolved_path(artifact.metrics)
-        if resolved is not None and resolved.is_file():
-            data_config.path = str(resolved)
-    if data_path is None and frame is None and data_config.path is not None and not user_path(data_config.path).exists():
+    if data_path is not None or frame is not None or data_config.path is None:
+        dataset = load_sequence_data(data_config, frame=frame)
+        _check_same_data(artifact, dataset)
+        return dataset
+    # The stored path: the file recorded at training (absolute) first, then data.path as stored,
+    # which is relative to the directory fit ran in when relative. The first that holds the
+    # training data (same fingerprint and items) is it.
+    candidates = _stored_data_candidates(artifact, data_config.path)
+    if not candidates:
         where = "" if user_path(data_config.path).is_absolute() else f" (relative to the current directory {Path.cwd()})"
+        recorded = _stored_resolved_path(artifact.metrics)
+        if recorded is not None and recorded != user_path(data_config.path).resolve():
+            where += f", nor at {recorded}, where fit read it"
         raise DataError(
             f"{artifact.directory}: its training data {data_config.path} is not there{where}; "
             "if the data moved, give its new path (awrsr evaluate/plot --data_path)"
         )
-    dataset = load_sequence_data(data_config, frame=frame)
+    first_error: AwrsrError | None = None
+    for candidate in candidates:
+        data_config.path = candidate
+        try:
+            dataset = load_sequence_data(data_config)
+            _check_same_data(artifact, dataset)
+            return dataset
+        except (ArtifactError, DataError) as err:
+            first_error = first_error or err
+    raise first_error
+
+
+def _stored_data_candidates(artifact: LoadedArtifact, stored: str) -> list[str]:
+    """Existing files that may hold a run's training data: its recorded absolute path, then its
+    stored ``data.path`` (read against the current directory when relative)."""
+    resolved = _stored_resolved_path(artifact.metrics)
+    candidates = [str(resolved)] if resolved is not None and resolved.is_file() else []
+    here = user_path(stored)
+    if here.exists() and not (candidates and here.resolve() == resolved):
+        candidates.append(stored)
+    return candidates
+
+
+def _check_same_data(artifact: LoadedArtifact, dataset: SequenceData) -> None:
+    """An ArtifactError unless ``dataset`` is the one the run trained on (fingerprint, then items)."""
     try:
         _check_fingerprint(artifact.metrics, dataset, artifact.directory)
     except ArtifactError as err:
@@ -480,7 +509,6 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         raise
     if dataset.item_vocab.to_dict() != artifact.vocab.to_dict():
         raise ArtifactError(f"{artifact.directory}: the dataset's item vocabulary differs from the model's")
-    return dataset
 
 
 def data_location(data: DataConfig) -> dict[str, str]:

@@ -65,10 +65,11 @@ def test_table_csv_columns_hold_what_their_headers_say(tmp_path):
 
 
 def fake_runs(monkeypatch, calls):
-    """compare's run_or_reuse replaced: each run 'scores' 0.1 * seed, plus 0.05 with refine add."""
+    """compare's run_or_reuse replaced: each run 'scores' seed / 8, plus 1 / 16 with refine add
+    (binary fractions, so that differences are exact)."""
     def run_or_reuse(config, options, run_dir, console, wait=True):
         calls.append((run_dir.parent.name, run_dir.name, options["train.seed"]))
-        value = 0.1 * options["train.seed"] + (0.05 if options.get("model.refine") == "add" else 0.0)
+        value = 0.125 * options["train.seed"] + (0.0625 if options.get("model.refine") == "add" else 0.0)
         return rec("x", 0, value)["metrics"]
 
     monkeypatch.setattr("awrsr.experiments.compare.run_or_reuse", run_or_reuse)
@@ -87,9 +88,9 @@ def test_each_run_trains_with_its_own_seed(monkeypatch, tmp_path, config):
     table = run_compare(config, ["add"], [1, 2], tmp_path / "c", console=QUIET)
     assert sorted(calls) == [("add", "seed-1", 1), ("add", "seed-2", 2), ("none", "seed-1", 1), ("none", "seed-2", 2)]
     none, add = table["none"]["ndcg@5"], table["add"]["ndcg@5"]
-    assert none.mean == pytest.approx(0.15) and none.std == pytest.approx(math.sqrt(0.005))
-    assert add.mean == pytest.approx(0.20) and add.improvement == pytest.approx(100 / 3)
-    assert add.p_value == pytest.approx(0.0, abs=1e-9)  # both differences 0.05: no variance
+    assert none.mean == 0.1875 and none.std == pytest.approx(0.125 / math.sqrt(2))
+    assert add.mean == 0.25 and add.improvement == pytest.approx(100 / 3)
+    assert add.p_value == 0.0  # both differences exactly 1/16: no variance, an undefined t statistic
 
 
 def test_a_named_base_that_is_not_the_first_entry_is_the_base(monkeypatch, tmp_path, config):
@@ -100,7 +101,7 @@ def test_a_named_base_that_is_not_the_first_entry_is_the_base(monkeypatch, tmp_p
     assert table["plain"]["ndcg@5"].is_reference and math.isnan(table["plain"]["ndcg@5"].improvement)
     assert table["with-add"]["ndcg@5"].improvement == pytest.approx(100 / 3)
     lines = (tmp_path / "c" / "table.md").read_text().splitlines()
-    assert lines[4].startswith("| plain | 0.1500 ± 0.0707 |") and lines[5].startswith("| with-add | 0.2000 ± 0.0707 (+33.33%")
+    assert lines[4].startswith("| plain | 0.1875 ± 0.0884 |") and lines[5].startswith("| with-add | 0.2500 ± 0.0884 (+33.33%")
 
 
 def test_by_length_pairs_buckets_by_seed(monkeypatch):

@@ -87,10 +87,15 @@ def test_evaluate_finds_relative_data_from_elsewhere_and_names_its_option_when_i
     monkeypatch.chdir(tmp_path)  # the relative path no longer leads to the data...
     code, out, err = run_cli(capsys, "evaluate", str(work / "run"))
     assert code == 0 and "NDCG@10" in out, err  # ...but the absolute path recorded at training does
+    interactions(40).write_csv(tmp_path / "d.csv")  # and other data under the same relative name
+    code, out, err = run_cli(capsys, "evaluate", str(work / "run"))
+    assert code == 0 and "NDCG@10" in out, err
+    (tmp_path / "d.csv").unlink()
     (work / "d.csv").rename(work / "moved.csv")
     code, _, err = run_cli(capsys, "evaluate", str(work / "run"))
     message = " ".join(err.split())
     assert code == 2 and "its training data d.csv is not there" in message and "--data_path" in message, err
+    assert f"nor at {(work / 'd.csv').resolve()}, where fit read it" in message
     config = __import__("yaml").safe_load((work / "run" / "config.yaml").read_text())
     config["data"]["path"] = str(work / "d.csv")  # an absolute path that is gone says the same
     (work / "run" / "config.yaml").write_text(__import__("yaml").safe_dump(config))

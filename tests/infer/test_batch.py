@@ -217,7 +217,7 @@ def test_cli_refuses_to_write_over_its_input_log(trained_run, log_file, capsys):
 
 
 
-def test_cli_refuses_to_write_over_the_models_training_data(trained_run, log_file, tmp_path, capsys):
+def test_cli_refuses_to_write_over_the_models_training_data(trained_run, log_file, tmp_path, capsys, monkeypatch):
     copy = tmp_path / "model"
     shutil.copytree(trained_run.run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
     data = tmp_path / "train.csv"
@@ -229,6 +229,7 @@ def test_cli_refuses_to_write_over_the_models_training_data(trained_run, log_fil
     assert code == 2 and "is the model's training data" in stderr, stderr
     assert data.read_text() == "user_id,item_id\n1,2\n"
     # a relative stored path read from another directory: the absolute path recorded at training
+    monkeypatch.chdir(tmp_path / "model")  # where no train.csv lies
     config["data"]["path"] = "train.csv"
     (copy / "config.yaml").write_text(yaml.safe_dump(config))
     metrics = json.loads((copy / "metrics.json").read_text())

@@ -126,9 +126,22 @@ def test_a_bad_artifact_fails_before_serving(tmp_path):
         create_app(tmp_path / "nothing-here")
 
 
-def test_model_info_leaves_out_where_the_training_file_lies_on_the_server():
-    from awrsr.infer.server import public_dataset_record
+def test_model_info_leaves_out_where_the_training_file_lies_on_the_server(tmp_path):
+    from rich.console import Console
 
-    stored = {"sha256": "ab12", "stats": {"source": "ratings.csv"}, "resolved_path": "/srv/private/ratings.csv"}
-    assert public_dataset_record(stored) == {"sha256": "ab12", "stats": {"source": "ratings.csv"}}
+    from awrsr.data import DataConfig
+    from awrsr.infer.server import public_dataset_record
+    from awrsr.workflows import fit
+
+    from conftest import tiny_run_config
+
+    private = tmp_path / "private" / "alice"
+    private.mkdir(parents=True)
+    (private / "ratings.txt").write_text("".join(f"{u} {' '.join(str((u + i) % 30 + 1) for i in range(8))}\n" for u in range(60)))
+    config = tiny_run_config(tmp_path / "run", max_epochs=1)
+    config["data"] = DataConfig(path=str(private / "ratings.txt"), min_user_interactions=0, min_item_interactions=0)
+    fit(**config, console=Console(quiet=True))
+    answer = TestClient(create_app(tmp_path / "run")).get("/model")
+    assert answer.status_code == 200 and answer.json()["dataset"]["stats"]["source"] == "ratings.txt"
+    assert "alice" not in answer.text and str(tmp_path) not in answer.text
     assert public_dataset_record(None) is None  # runs without a stored dataset record

@@ -31,7 +31,7 @@ from rich.progress import Progress
 from awrsr.errors import ConfigError, TrainingDiverged
 from awrsr.experiments.runs import known_keys, run_or_reuse
 from awrsr.files import csv_text, user_path, write_text_atomic
-from awrsr.run_config import check_unique_keys
+from awrsr.strict_yaml import check_unique_keys
 
 
 def load_search_space(path: str | Path) -> dict[str, list[Any]]:

@@ -18,7 +18,7 @@ at a time, in a worker thread, so that concurrent requests do not oversubscribe 
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Union
 
 from awrsr.errors import AwrsrError, ConfigError
@@ -73,10 +73,16 @@ if FastAPI is not None:
 
 
 def public_dataset_record(dataset: Any) -> Any:
-    """The stored dataset record without where the training file lies on the server's disk."""
+    """The stored dataset record without where the training file lies on the server's disk: its
+    file name is kept, its directories (and the absolute path recorded at training) are not."""
     if not isinstance(dataset, dict):
         return dataset
-    return {key: value for key, value in dataset.items() if key != "resolved_path"}
+    public = {key: value for key, value in dataset.items() if key != "resolved_path"}
+    stats = public.get("stats")
+    source = stats.get("source") if isinstance(stats, dict) else None
+    if isinstance(source, str) and source != "<frame>" and not source.startswith("synthetic("):
+        public["stats"] = {**stats, "source": PurePath(source).name}
+    return public
 
 
 def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
