@@ -18,14 +18,17 @@ def pessimistic_ranks(scores: Tensor, targets: Tensor, excluded: tuple[Tensor, T
     >>> pessimistic_ranks(scores, torch.tensor([1])), pessimistic_ranks(scores, torch.tensor([1]), (torch.tensor([0]), torch.tensor([3])))
     (tensor([3]), tensor([2]))
     """
-    if torch.isnan(scores).any():  # a NaN compares false and would silently improve ranks
+    # A NaN compares false and would silently improve ranks. amax passes NaN on: one reduction,
+    # not a (B, I) pass that writes a bool matrix.
+    if scores.amax().isnan():
         raise FloatingPointError("the model produced NaN scores")
     target_scores = scores.gather(1, targets[:, None])  # (B, 1)
-    ranks = (scores >= target_scores).sum(dim=1)  # counts the target itself, hence 1-based
+    # counts the target itself, hence 1-based; summing the bool matrix into int32 is the cheaper pass
+    ranks = (scores >= target_scores).sum(dim=1, dtype=torch.int32).long()
     if excluded is not None and excluded[0].numel():
         rows, cols = excluded
         beats = scores[rows, cols] >= target_scores[rows, 0]  # (S,)
-        ranks = ranks - torch.bincount(rows[beats], minlength=len(ranks))
+        ranks.index_add_(0, rows, beats.long(), alpha=-1)  # no boolean indexing: no host sync on a GPU
     return ranks
 
 

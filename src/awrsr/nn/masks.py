@@ -54,6 +54,15 @@ class AttentionMask:
         eye = torch.eye(n, dtype=torch.bool, device=self.allowed.device)
         return self.allowed | eye
 
+    def fused_bias(self, dtype: torch.dtype) -> Tensor:
+        """``for_fused_kernel`` as an additive float mask (0 or -inf) of ``dtype``, built once per
+        forward and dtype: given a bool mask, the fused kernel converts it again in every block."""
+        cache = self.__dict__.setdefault("_fused_bias", {})
+        if dtype not in cache:
+            zero = torch.zeros((), dtype=dtype, device=self.allowed.device)
+            cache[dtype] = torch.where(self.for_fused_kernel, zero, torch.tensor(float("-inf"), dtype=dtype, device=zero.device))
+        return cache[dtype]
+
 
 def masked_softmax(logits: Tensor, mask: AttentionMask | Tensor) -> Tensor:
     """Softmax over the last dim restricted to the allowed keys (an ``AttentionMask``, or a bool

@@ -119,6 +119,9 @@ def train_model(
         precision=train.precision,
         default_root_dir=run_dir,
     )
+    # Deterministic mode also fills every new uninitialised tensor with NaN, a debugging aid that
+    # costs 2-4% of a CPU step (about 300 fills) and changes no result; the algorithms stay deterministic.
+    torch.utils.deterministic.fill_uninitialized_memory = False
     module = SequentialRecommenderModule(
         model, loss=train.loss, num_negatives=train.effective_num_negatives, lr=train.lr,
         weight_decay=train.weight_decay, ks=evaluation.ks, pvn_weight=train.pvn_weight,

@@ -59,7 +59,7 @@ class DotProductAttention(nn.Module):
         fusable = p_drop == 0.0 or q.device.type != "cpu"
         if self.fused and fusable and self.refinement.is_identity and not need_weights:
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask.for_fused_kernel, dropout_p=p_drop
+                q, k, v, attn_mask=mask.fused_bias(q.dtype), dropout_p=p_drop
             )  # (B, h, n, d_h)
         else:
             logits = (q / math.sqrt(self.head_size)) @ k.transpose(-2, -1)  # scaled on (n, d_h), not (n, n)
