@@ -73,17 +73,22 @@ def test_plot_names_a_damaged_file_and_a_file_given_as_directory(trained_run, tm
     assert code == 2 and "is a file, not a run directory" in err, err
 
 
-def test_evaluate_finds_relative_data_from_elsewhere_and_names_its_option_when_it_is_gone(tmp_path, monkeypatch, capsys):
+def fit_on_relative_path(work, monkeypatch) -> dict:
+    """A one-epoch run in work/run, trained from work with data.path "d.csv" (relative); its metrics."""
     from awrsr.data import DataConfig
     from awrsr.workflows import fit
 
-    work = tmp_path / "work"
     work.mkdir()
     interactions(60).write_csv(work / "d.csv")
     monkeypatch.chdir(work)
     config = tiny_run_config(work / "run", max_epochs=1)
     config["data"] = DataConfig(path="d.csv", min_user_interactions=0, min_item_interactions=0)
-    fit(**config, console=Console(quiet=True))
+    return fit(**config, console=Console(quiet=True)).metrics
+
+
+def test_evaluate_finds_relative_data_from_elsewhere_and_names_its_option_when_it_is_gone(tmp_path, monkeypatch, capsys):
+    work = tmp_path / "work"
+    fit_on_relative_path(work, monkeypatch)
     monkeypatch.chdir(tmp_path)  # the relative path no longer leads to the data...
     code, out, err = run_cli(capsys, "evaluate", str(work / "run"))
     assert code == 0 and "NDCG@10" in out, err  # ...but the absolute path recorded at training does
@@ -107,17 +112,11 @@ def test_evaluate_finds_relative_data_from_elsewhere_and_names_its_option_when_i
 
 def test_a_recorded_absolute_path_to_other_data_is_refused(tmp_path, monkeypatch):
     """The fallback to the recorded absolute path keeps the fingerprint check."""
-    from awrsr.data import DataConfig
     from awrsr.errors import ArtifactError
-    from awrsr.workflows import evaluate, fit
+    from awrsr.workflows import evaluate
 
     work = tmp_path / "work"
-    work.mkdir()
-    interactions(60).write_csv(work / "d.csv")
-    monkeypatch.chdir(work)
-    config = tiny_run_config(work / "run", max_epochs=1)
-    config["data"] = DataConfig(path="d.csv", min_user_interactions=0, min_item_interactions=0)
-    metrics = fit(**config, console=Console(quiet=True)).metrics
+    metrics = fit_on_relative_path(work, monkeypatch)
     assert metrics["dataset"]["resolved_path"] == str((work / "d.csv").resolve())
     interactions(40).write_csv(work / "d.csv")  # other data where the training file was
     monkeypatch.chdir(tmp_path)
