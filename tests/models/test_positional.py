@@ -153,3 +153,14 @@ def test_fparec_fits_beats_popularity_and_recommends(tmp_path):
     assert result.metrics["test"]["ndcg@10"] > result.metrics["popularity"]["test"]["ndcg@10"] + 0.1
     top = Recommender.load(result.run_dir).recommend([1, 2, 3], k=4)
     assert len(top) == 4 and not {r.item for r in top} & {1, 2, 3}
+
+
+def test_fixed_pattern_weights_are_built_once_per_forward_and_shared_by_the_blocks():
+    from conftest import build_tiny
+
+    model = build_tiny("sasrec", "linear", "none", num_blocks=3).eval()
+    _, weights = model.encode(torch.tensor([[0, 0, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 0, 2, 9, 4]]), need_weights=True)
+    assert len({w.base.data_ptr() for w in weights}) == 1  # one tensor, not one per block
+    again = build_tiny("sasrec", "linear", "none", num_blocks=3).eval()
+    _, other = again.encode(torch.tensor([[0, 0, 0, 0, 0, 2, 9, 4]]), need_weights=True)
+    assert torch.equal(weights[2].base[1], other[0].base[0])  # a row's weights, as computed alone

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Callable, Hashable
 
 import torch
 from torch import Tensor
@@ -54,14 +55,22 @@ class AttentionMask:
         eye = torch.eye(n, dtype=torch.bool, device=self.allowed.device)
         return self.allowed | eye
 
+    def cached(self, key: Hashable, build: Callable[[], Tensor]) -> Tensor:
+        """``build()``, computed once per mask (so once per forward pass) for each ``key``: for
+        tensors that depend on the mask alone and would otherwise be rebuilt in every block."""
+        cache = self.__dict__.setdefault("_cache", {})
+        if key not in cache:
+            cache[key] = build()
+        return cache[key]
+
     def fused_bias(self, dtype: torch.dtype) -> Tensor:
-        """``for_fused_kernel`` as an additive float mask (0 or -inf) of ``dtype``, built once per
-        forward and dtype: given a bool mask, the fused kernel converts it again in every block."""
-        cache = self.__dict__.setdefault("_fused_bias", {})
-        if dtype not in cache:
+        """``for_fused_kernel`` as an additive float mask (0 or -inf) of ``dtype``: given a bool
+        mask, the fused kernel would convert it again in every block."""
+        def build() -> Tensor:
             zero = torch.zeros((), dtype=dtype, device=self.allowed.device)
-            cache[dtype] = torch.where(self.for_fused_kernel, zero, torch.tensor(float("-inf"), dtype=dtype, device=zero.device))
-        return cache[dtype]
+            return torch.where(self.for_fused_kernel, zero, torch.full((), float("-inf"), dtype=dtype, device=zero.device))
+
+        return self.cached(("fused_bias", dtype), build)
 
 
 def masked_softmax(logits: Tensor, mask: AttentionMask | Tensor) -> Tensor:

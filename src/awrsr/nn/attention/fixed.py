@@ -59,10 +59,15 @@ class FixedPatternAttention(PositionWeightedValues):
     def weights(self, mask: AttentionMask) -> Tensor:
         # At least float32 (bf16 counts positions exactly only up to 256), and float64 in a float64 model.
         dtype = torch.promote_types(torch.float32, self.value.weight.dtype)
-        position = self.slot_positions(mask).to(dtype)  # (B, n)
-        logits = PATTERNS[self.pattern](position[:, :, None], position[:, None, :])  # (B, n, n)
-        # The softmax of log-weights is the row normalisation a_ij / sum_j a_ij over allowed keys.
-        weights = masked_softmax(logits.unsqueeze(1), mask)  # (B, 1, n, n)
+
+        def build() -> Tensor:
+            position = self.slot_positions(mask).to(dtype)  # (B, n)
+            logits = PATTERNS[self.pattern](position[:, :, None], position[:, None, :])  # (B, n, n)
+            # The softmax of log-weights is the row normalisation a_ij / sum_j a_ij over allowed keys.
+            return masked_softmax(logits.unsqueeze(1), mask)  # (B, 1, n, n)
+
+        # no parameters, so every block of a forward pass has the same weights: built once
+        weights = mask.cached(("fixed pattern", self.pattern, self.positions, self.max_len, dtype), build)
         return weights.expand(-1, self.num_heads, -1, -1)
 
 
