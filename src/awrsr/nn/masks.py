@@ -35,8 +35,9 @@ class AttentionMask:
     @cached_property
     def logit_bias(self) -> Tensor:
         """0 where allowed, the most negative float32 elsewhere (B, 1, n, n): masked_softmax's mask."""
-        bias = torch.zeros(self.allowed.shape, dtype=torch.float32, device=self.allowed.device)
-        return bias.masked_fill_(~self.allowed, torch.finfo(torch.float32).min)
+        zero = torch.zeros((), dtype=torch.float32, device=self.allowed.device)
+        lowest = torch.full((), torch.finfo(torch.float32).min, dtype=torch.float32, device=zero.device)
+        return torch.where(self.allowed, zero, lowest)  # one pass (zeros then masked_fill_ took two and a negation)
 
     @cached_property
     def row_factor(self) -> Tensor:
