@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from awrsr.data import DataConfig  # noqa: E402
 from awrsr.eval import EvalConfig  # noqa: E402
 from awrsr.experiments.stats import mean_std  # noqa: E402
+from awrsr.infer.artifact import RECORDED_DATA_FILE  # noqa: E402
 from awrsr.models import ModelConfig  # noqa: E402
 from awrsr.run_config import load_fit_config  # noqa: E402
 from awrsr.train import TrainConfig  # noqa: E402
@@ -129,7 +130,7 @@ def tabulated_record(name: str, run_dirs: list[Path]) -> dict:
         path = run_dir.resolve()
         shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         metrics = json.loads((run_dir / "metrics.json").read_text())
-        metrics.get("dataset", {}).pop("resolved_path", None)  # a path on the machine that trained it
+        metrics.get("dataset", {}).pop(RECORDED_DATA_FILE, None)  # a path on the machine that trained it
         runs.append({"run_dir": str(shown), **metrics})
     for run_dir, config in zip(run_dirs[1:], configs[1:]):
         keys = [f"{name}.{key}" for name in _SECTIONS for key in config[name] if config[name][key] != configs[0][name].get(key)]

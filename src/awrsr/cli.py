@@ -194,6 +194,7 @@ def _recommend_log(
     from rich.console import Console
 
     from awrsr.infer import Recommender, load_artifact
+    from awrsr.infer.artifact import recorded_data_file
     from awrsr.infer.batch import check_output_path, score_log_file
 
     if output is not None:
@@ -203,7 +204,7 @@ def _recommend_log(
         Recommender.from_artifact(loaded, device=device), loaded.config.get("data"), input, output, k=k,
         exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error", exclude=exclude,
         batch_size=batch_size, reading=reading,
-        training_file=((loaded.metrics or {}).get("dataset") or {}).get("resolved_path"),
+        training_file=recorded_data_file(loaded.metrics),
     )
     if output is None:
         sys.stdout.write(result.frame.write_csv())

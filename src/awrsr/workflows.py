@@ -32,7 +32,8 @@ from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
 from awrsr.files import user_path
 from awrsr.infer.artifact import (
-    CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, save_artifact, write_metrics,
+    CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
+    save_artifact, write_metrics,
 )
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.run_config import config_differences, inert_options
@@ -466,7 +467,7 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
     candidates = _stored_data_candidates(artifact, data_config.path)
     if not candidates:
         where = "" if user_path(data_config.path).is_absolute() else f" (relative to the current directory {Path.cwd()})"
-        recorded = _stored_resolved_path(artifact.metrics)
+        recorded = recorded_data_file(artifact.metrics)
         if recorded is not None and recorded != user_path(data_config.path).resolve():
             where += f", nor at {recorded}, where fit read it"
         raise DataError(
@@ -488,7 +489,7 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
 def _stored_data_candidates(artifact: LoadedArtifact, stored: str) -> list[str]:
     """Existing files that may hold a run's training data: its recorded absolute path, then its
     stored ``data.path`` (read against the current directory when relative)."""
-    resolved = _stored_resolved_path(artifact.metrics)
+    resolved = recorded_data_file(artifact.metrics)
     candidates = [str(resolved)] if resolved is not None and resolved.is_file() else []
     here = user_path(stored)
     if here.exists() and not (candidates and here.resolve() == resolved):
@@ -514,13 +515,7 @@ def _check_same_data(artifact: LoadedArtifact, dataset: SequenceData) -> None:
 def data_location(data: DataConfig) -> dict[str, str]:
     """The training file's absolute path, for metrics.json: a relative ``data.path`` is read
     against the current directory, so evaluating from another directory can still find it."""
-    return {} if data.path is None else {"resolved_path": str(user_path(data.path).resolve())}
-
-
-def _stored_resolved_path(metrics: dict[str, Any] | None) -> Path | None:
-    dataset = (metrics or {}).get("dataset")
-    path = dataset.get("resolved_path") if isinstance(dataset, dict) else None
-    return Path(path) if isinstance(path, str) and path else None
+    return {} if data.path is None else {RECORDED_DATA_FILE: str(user_path(data.path).resolve())}
 
 
 def _trained_from_frame(metrics: dict[str, Any] | None) -> bool:

@@ -18,9 +18,9 @@ from rich.console import Console
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import finished_run, option_args, run_or_reuse, run_status
+from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, user_path, write_text_atomic
 from awrsr.strict_yaml import check_unique_keys
-from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
 TABLE_METRICS = ["hr@1", "hr@5", "ndcg@5", "ndcg@10"]  # Recall@k = HR@k with one target per user

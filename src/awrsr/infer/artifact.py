@@ -83,6 +83,17 @@ def check_saved_model_config(weights_path: Path, model_config: ModelConfig, conf
         )
 
 
+RECORDED_DATA_FILE = "resolved_path"  # in metrics.json's dataset record: the training file's absolute path
+
+
+def recorded_data_file(metrics: dict[str, Any] | None) -> Path | None:
+    """The absolute path of the file a run trained on, as its metrics.json recorded it (None for
+    runs trained from a frame or synthetic data, and for runs older than the record)."""
+    dataset = (metrics or {}).get("dataset")
+    path = dataset.get(RECORDED_DATA_FILE) if isinstance(dataset, dict) else None
+    return Path(path) if isinstance(path, str) and path else None
+
+
 def write_metrics(directory: str | Path, metrics: dict[str, Any]) -> None:
     """metrics.json, written atomically: its presence marks a finished run to other processes."""
     write_text_atomic(Path(directory) / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")

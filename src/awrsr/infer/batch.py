@@ -148,7 +148,7 @@ def score_log_file(
     recommender: Recommender, stored_data: dict[str, Any] | None, input: str, output: str | None, *,
     k: int = 10, exclude_seen: bool = True, unknown: Literal["error", "ignore"] = "error",
     exclude: Iterable[Any] = (), batch_size: int = 1024, reading: dict[str, Any] | None = None,
-    training_file: str | None = None,
+    training_file: str | Path | None = None,
 ) -> LogRecommendations:
     """``awrsr recommend --input``: read the log ``input`` as ``log_data_config`` says, score every
     user, and write the table to ``output`` (checked before anything is read; None: the caller

@@ -22,7 +22,7 @@ from pathlib import Path, PurePath
 from typing import Any, Union
 
 from awrsr.errors import AwrsrError, ConfigError
-from awrsr.infer.artifact import load_artifact
+from awrsr.infer.artifact import RECORDED_DATA_FILE, load_artifact
 from awrsr.infer.recommender import Recommender
 
 MAX_K = 1000
@@ -77,7 +77,7 @@ def public_dataset_record(dataset: Any) -> Any:
     file name is kept, its directories (and the absolute path recorded at training) are not."""
     if not isinstance(dataset, dict):
         return dataset
-    public = {key: value for key, value in dataset.items() if key != "resolved_path"}
+    public = {key: value for key, value in dataset.items() if key != RECORDED_DATA_FILE}
     stats = public.get("stats")
     source = stats.get("source") if isinstance(stats, dict) else None
     if isinstance(source, str) and source != "<frame>" and not source.startswith("synthetic("):

@@ -35,9 +35,7 @@ class AttentionMask:
     @cached_property
     def logit_bias(self) -> Tensor:
         """0 where allowed, the most negative float32 elsewhere (B, 1, n, n): masked_softmax's mask."""
-        zero = torch.zeros((), dtype=torch.float32, device=self.allowed.device)
-        lowest = torch.full((), torch.finfo(torch.float32).min, dtype=torch.float32, device=zero.device)
-        return torch.where(self.allowed, zero, lowest)  # one pass (zeros then masked_fill_ took two and a negation)
+        return _additive(self.allowed, torch.finfo(torch.float32).min, torch.float32)
 
     @cached_property
     def row_factor(self) -> Tensor:
@@ -67,11 +65,13 @@ class AttentionMask:
     def fused_bias(self, dtype: torch.dtype) -> Tensor:
         """``for_fused_kernel`` as an additive float mask (0 or -inf) of ``dtype``: given a bool
         mask, the fused kernel would convert it again in every block."""
-        def build() -> Tensor:
-            zero = torch.zeros((), dtype=dtype, device=self.allowed.device)
-            return torch.where(self.for_fused_kernel, zero, torch.full((), float("-inf"), dtype=dtype, device=zero.device))
+        return self.cached(("fused_bias", dtype), lambda: _additive(self.for_fused_kernel, float("-inf"), dtype))
 
-        return self.cached(("fused_bias", dtype), build)
+
+def _additive(allowed: Tensor, masked: float, dtype: torch.dtype) -> Tensor:
+    """0 where ``allowed``, ``masked`` elsewhere, in one pass (zeros then masked_fill_ took two)."""
+    zero = torch.zeros((), dtype=dtype, device=allowed.device)
+    return torch.where(allowed, zero, torch.full((), masked, dtype=dtype, device=allowed.device))
 
 
 def masked_softmax(logits: Tensor, mask: AttentionMask | Tensor) -> Tensor:
