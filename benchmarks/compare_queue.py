@@ -21,6 +21,7 @@ same as ``awrsr compare CONFIG --variants ... --set ... --output_dir ROOT/NAME -
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -97,8 +98,11 @@ def main() -> int:
     (args.root / "logs").mkdir(parents=True, exist_ok=True)
     workers = []
     for i in range(args.workers):
-        log = open(args.root / "logs" / f"w{i + 1}.log", "a")  # a resumed queue keeps earlier tracebacks
-        command = [sys.executable, __file__, "--worker", f"w{i + 1}", *sys.argv[1:]]
+        # Named after this queue's process too: two queues may share a root (their run locks keep
+        # them apart), and their workers must not write one log. Logs are appended to, never cut.
+        name = f"q{os.getpid()}-w{i + 1}"
+        log = open(args.root / "logs" / f"{name}.log", "a")
+        command = [sys.executable, __file__, "--worker", name, *sys.argv[1:]]
         workers.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
         time.sleep(2)  # stagger the start, so the workers take different runs
     failed = sum(worker.wait() != 0 for worker in workers)

@@ -63,7 +63,8 @@ def test_compare_queue_exits_non_zero_when_its_runs_fail(tmp_path):
     )
     assert result.returncode == 1
     assert "unfinished: a/none/seed-1, a/simp/seed-1" in result.stdout
-    assert "failed" in (tmp_path / "logs" / "w1.log").read_text()
+    (log,) = (tmp_path / "logs").glob("q*-w1.log")  # one log per worker, named after its queue too
+    assert "failed" in log.read_text()
 
 
 def fake_run(directory: Path, seed: int, ndcg: float, refine: str = "none", sha256: str = "abc") -> Path:

@@ -14,5 +14,5 @@ while [ "$(date +%s)" -lt "$end" ]; do
        "$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"
   pack
 done
-grep -h "@@" $(find /tmp/gpu -name 'w*.log') | tail -n 30
+grep -h "@@" $(find /tmp/gpu -path '*/logs/*.log') | tail -n 30
 ls -la "$OUT"
