@@ -177,15 +177,18 @@ def test_evaluate_refuses_data_other_than_the_training_data(trained_run, tmp_pat
         evaluate(trained_run.run_dir, data_path=str(other), console=Console(quiet=True))
 
 
-def test_code_version_names_the_commit_and_uncommitted_changes(tmp_path):
+def test_code_version_names_the_commit_and_uncommitted_changes(tmp_path, monkeypatch):
     import subprocess
 
     import awrsr
-    from awrsr.workflows import source_version
+    from awrsr.workflows import SOURCE_VERSION_VARIABLE, source_version
 
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
+    monkeypatch.delenv(SOURCE_VERSION_VARIABLE, raising=False)
     assert source_version(tmp_path) == awrsr.__version__  # not a checkout: the version alone
+    monkeypatch.setenv(SOURCE_VERSION_VARIABLE, "gabc1234.dirty")  # a copy that names its commit
+    assert source_version(tmp_path) == f"{awrsr.__version__}+gabc1234.dirty"
 
     def git(*args):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True, capture_output=True)
@@ -195,7 +198,7 @@ def test_code_version_names_the_commit_and_uncommitted_changes(tmp_path):
     git("add", "module.py")
     git("commit", "-q", "-m", "first")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
-    assert source_version(tmp_path) == f"{awrsr.__version__}+g{commit}"
+    assert source_version(tmp_path) == f"{awrsr.__version__}+g{commit}"  # a checkout's own commit wins
     (tmp_path / "module.py").write_text("x = 2\n")  # code edited after the commit
     assert source_version(tmp_path) == f"{awrsr.__version__}+g{commit}.dirty"
 

@@ -7,6 +7,9 @@ set -e
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 rm -rf /tmp/awrsr && mkdir -p /tmp/awrsr /tmp/shared/data/ml-1m /tmp/shared/data/beauty /tmp/gpu
 cp -r src configs benchmarks /tmp/awrsr/  # the workers run this copy: later calls re-sync the repo
+# The copy has no .git: the commit it was made from, written before the call (docs/benchmarks.md,
+# "Running on a lent GPU"), names the code in each run's metrics.json (start.sh exports it).
+if [ -f .devdata/source-version ]; then cp .devdata/source-version /tmp/awrsr/SOURCE_VERSION; fi
 gunzip -c .devdata/ml-1m.txt.gz > /tmp/shared/data/ml-1m/ml-1m.txt
 gunzip -c .devdata/Beauty.txt.gz > /tmp/shared/data/beauty/Beauty.txt
 # Records of runs finished in earlier leases (metrics.json + config.yaml), so the queue reuses them.

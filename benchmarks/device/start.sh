@@ -11,6 +11,7 @@
 set -e
 cd /tmp/awrsr
 export PYTHONPATH=/tmp/site:/tmp/awrsr/src PYTHONUNBUFFERED=1
+if [ -f SOURCE_VERSION ]; then export AWRSR_SOURCE_VERSION="$(cat SOURCE_VERSION)"; fi
 for queue in "$@"; do
   read -r root workers niceness comparisons <<< "$queue"
   mkdir -p "/tmp/gpu/$root"

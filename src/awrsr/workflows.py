@@ -7,6 +7,7 @@ returns plain records, so the CLI stays a thin layer and Python users get the sa
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import subprocess
 import time
@@ -70,8 +71,13 @@ def code_version() -> str:
     return source_version(Path(awrsr.__file__).parent)
 
 
+SOURCE_VERSION_VARIABLE = "AWRSR_SOURCE_VERSION"
+
+
 def source_version(directory: Path) -> str:
-    """``awrsr.__version__`` + "+g<commit>[.dirty]" for a package directory inside a git checkout."""
+    """``awrsr.__version__`` + "+g<commit>[.dirty]" for a package directory inside a git checkout.
+    A copy of a checkout without its .git (the lent GPU's) is named by the environment variable
+    AWRSR_SOURCE_VERSION, "g<commit>[.dirty]", written where the copy was made."""
     def git(*args: str) -> str:
         return subprocess.run(
             ["git", *args], cwd=directory, capture_output=True, text=True, timeout=5, check=True,
@@ -81,7 +87,8 @@ def source_version(directory: Path) -> str:
         commit = git("rev-parse", "--short", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
     except (OSError, subprocess.SubprocessError):
-        return awrsr.__version__
+        given = os.environ.get(SOURCE_VERSION_VARIABLE, "").strip()
+        return f"{awrsr.__version__}+{given}" if given else awrsr.__version__
     return f"{awrsr.__version__}+g{commit}{'.dirty' if dirty else ''}"
 
 
