@@ -10,6 +10,7 @@ import pytest
 import yaml
 from rich.console import Console
 
+import awrsr
 from awrsr.errors import ArtifactError, ConfigError
 from awrsr.experiments.compare import run_compare, tabulate
 from awrsr.experiments.runs import option_args, parse_sets
@@ -222,6 +223,7 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     assert all(line in shown.getvalue().splitlines() for line in md.splitlines())  # printed whole, not cut at 60 columns
     runs = list(csv.DictReader(open(tmp_path / "runs.csv")))
     assert len(runs) == 4 and {r["device"] for r in runs} == {"cpu"}  # each run says where it trained
+    assert len({r["code_version"] for r in runs}) == 1 and runs[0]["code_version"].startswith(awrsr.__version__)
     files = draw_figures(tmp_path)
     assert {f.name for f in files} >= {"valid_ndcg5.png", "grad_norm.png", "ndcg_at_n.png", "attention_add.png"}
     assert all(f.stat().st_size > 1000 for f in files)
@@ -240,10 +242,12 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     moved = tmp_path / "add" / "seed-2" / "metrics.json"
     record = json.loads(moved.read_text())
     record["machine"]["device"] = "NVIDIA H100 80GB HBM3"
+    record["code_version"] = "0.0.9"
     moved.write_text(json.dumps(record))
     run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
-    assert "Runs trained on several machines (runs.csv names each run's): NVIDIA H100 80GB HBM3 (1), cpu (3)." in (
-        tmp_path / "table.md").read_text()
+    md = (tmp_path / "table.md").read_text()
+    assert "Runs trained on several machines (runs.csv names each run's): NVIDIA H100 80GB HBM3 (1), cpu (3)." in md
+    assert f"Runs made by several code versions (runs.csv names each run's): 0.0.9 (1), {runs[0]['code_version']} (3)." in md
 
 
 def test_compare_tabulates_by_history_length(base_config, tmp_path):

@@ -257,13 +257,14 @@ def write_outputs(
     output_dir.mkdir(parents=True, exist_ok=True)
     metric_names = sorted({m for r in records for m in r["metrics"]["test"]})
     rows = [["variant", "seed", "best_epoch", "epochs", "mean_epoch_s", *[f"test_{m}" for m in metric_names],
-             "device", "run_dir"]]
+             "device", "code_version", "run_dir"]]
     for r in records:
         m = r["metrics"]
         rows.append([
             r["variant"], r["seed"], m["selection"]["best_epoch"], m["selection"]["epochs_trained"],
             m["time"]["mean_epoch_s"], *[m["test"][n] for n in metric_names],
             m.get("machine", {}).get("device", ""),  # runs made before the record existed: unknown
+            m.get("code_version", ""),
             r["run_dir"],
         ])
     write_text_atomic(output_dir / "runs.csv", csv_text(rows))
@@ -310,6 +311,10 @@ def write_outputs(
     if len(devices) > 1:  # the s / epoch column then compares machines, not models
         lines += ["", "Runs trained on several machines (runs.csv names each run's): "
                   + ", ".join(f"{device} ({count})" for device, count in sorted(devices.items())) + "."]
+    versions = Counter(r["metrics"].get("code_version", "not recorded") for r in records)
+    if len(versions) > 1:  # floating point may differ between versions even where the model does not
+        lines += ["", "Runs made by several code versions (runs.csv names each run's): "
+                  + ", ".join(f"{version} ({count})" for version, count in sorted(versions.items())) + "."]
     if missing:
         lines += [
             "",
