@@ -1,0 +1,19 @@
+#!/bin/bash
+# Pack the records of a comparison's finished runs (config.yaml, metrics.json, history.csv,
+# metrics.csv, test_ranks.npy; not checkpoints, models or locks) into one archive for git, so the
+# table survives the loss of runs/ (docs/benchmarks.md, "Run records"). Linked run directories
+# (runs shared with another comparison) are packed as their contents.
+#   bash benchmarks/archive_runs.sh runs/gpu16/a/blocks-beauty benchmarks/results/run-records/blocks-beauty.tar.gz
+# Unpack under the parent of the comparison's directory: tar xzf ARCHIVE -C runs/gpu16/a
+set -euo pipefail
+comparison=${1:?the comparison directory, ROOT/NAME}
+archive=$(realpath -m "${2:?the archive to write, .tar.gz}")
+cd "$(dirname "$comparison")"
+name=$(basename "$comparison")
+files=$(find -L "$name" -mindepth 3 -maxdepth 3 -name metrics.json | sort | while read -r m; do
+  run=$(dirname "$m")
+  for f in config.yaml metrics.json history.csv metrics.csv test_ranks.npy; do [ -f "$run/$f" ] && echo "$run/$f"; done
+done)
+[ -n "$files" ] || { echo "no finished run under $comparison" >&2; exit 1; }
+echo "$files" | tar czhf "$archive" -T -
+echo "$(echo "$files" | grep -c metrics.json) finished run(s) -> $archive"
