@@ -8,8 +8,15 @@
 # Queue ROOT trains into /tmp/gpu/ROOT (setup.sh copies the carried records of .devdata/gpu/ROOT
 # there, so finished runs are reused). A few important runs get a queue of their own with few
 # workers: they then share the GPU with fewer processes and finish sooner.
+# With MPS=1 the CUDA MPS daemon is started first, so that the workers' small kernels may run side
+# by side instead of taking turns (untried on these machines: compare the runs' s / epoch with
+# session 16's, docs/benchmarks.md).
 set -e
 cd /tmp/awrsr
+if [ "${MPS:-0}" = 1 ]; then
+  if command -v nvidia-cuda-mps-control > /dev/null && nvidia-cuda-mps-control -d; then echo "MPS daemon started"
+  else echo "MPS could not be started: the queues share the GPU by time-slicing"; fi
+fi
 export PYTHONPATH=/tmp/site:/tmp/awrsr/src PYTHONUNBUFFERED=1
 if [ -f SOURCE_VERSION ]; then export AWRSR_SOURCE_VERSION="$(cat SOURCE_VERSION)"; fi
 for queue in "$@"; do
