@@ -88,6 +88,17 @@ def test_chunked_cross_entropy_equals_the_dense_loss_and_gradients(chunk):
     assert torch.allclose(dense, chunked) and torch.allclose(dh, ch) and torch.allclose(dw, cw)
 
 
+def test_chunks_are_cache_sized_on_a_cpu_and_few_on_a_gpu():
+    from awrsr.nn.chunked_cross_entropy import _chunk_rows
+
+    # ML-1M's 3,416 items: about a million logits per chunk on the CPU; on a GPU one ML-1M batch
+    # (128 windows x about 107 scored positions) fits in two chunks, one Beauty batch in one.
+    assert _chunk_rows(3416) == (1 << 20) // 3416 == 306
+    assert _chunk_rows(3416, torch.device("cuda")) == (1 << 25) // 3416 >= 128 * 107 / 2
+    assert _chunk_rows(12101, torch.device("cuda")) >= 128 * 10
+    assert _chunk_rows(10**9) == 64  # a huge catalogue still takes rows in useful numbers
+
+
 def test_chunked_cross_entropy_scales_its_stored_gradients_by_the_upstream_gradient():
     """The gradients are formed in the forward pass; backward must still apply d(outer)/d(loss),
     also when the graph is walked twice (AC-TSR's two backward passes)."""

@@ -74,3 +74,31 @@ def test_compare_and_tune_continue_an_interrupted_run_instead_of_starting_it_aga
     again = run_or_reuse(str(config), options, tmp_path / "run", QUIET)
     assert epochs == []  # nothing trained again
     assert again["test"] == first["test"] and again["selection"]["epochs_trained"] == 3
+
+
+def test_the_logged_gradient_norm_is_the_norm_of_all_gradients_together():
+    from awrsr.train.callbacks import global_norm
+
+    # sqrt(3^2 + 4^2 + 12^2) = 13, whichever of torch's ways computes it
+    grads = [torch.tensor([3.0, 4.0]), torch.tensor([[12.0]])]
+    assert global_norm(grads).item() == pytest.approx(13.0)
+
+
+def test_the_epoch_training_loss_is_a_mean_per_scored_position():
+    from awrsr.models import ModelConfig, build_model
+
+    module = SequentialRecommenderModule(
+        build_model(ModelConfig(max_len=3, hidden_size=4), 5), loss="ce", num_negatives=1, lr=1e-3,
+        weight_decay=0.0, ks=[1],
+    )
+    logged = {}
+    module.log = lambda name, value, **kwargs: logged.__setitem__(name, float(value))
+    module.on_train_epoch_start()
+    module._accumulate({"loss": torch.tensor(2.0)}, torch.tensor([[0, 1, 2]]))  # two scored positions
+    module._accumulate({"loss": torch.tensor(5.0)}, torch.tensor([[0, 0, 3], [0, 0, 0]]))  # one
+    module.on_train_epoch_end()
+    assert logged["train/loss"] == pytest.approx((2 * 2.0 + 1 * 5.0) / 3)  # not (2 + 5) / 2
+    module.on_train_epoch_start()  # the next epoch starts afresh
+    module._accumulate({"loss": torch.tensor(1.0)}, torch.tensor([[0, 0, 0]]))  # none: weight 1, no 0 / 0
+    module.on_train_epoch_end()
+    assert logged["train/loss"] == 1.0

@@ -48,13 +48,6 @@ def adversarial_backward(
     return {"loss_perturbed": loss_p.detach(), "loss_calibrated": loss_c.detach(), "mask_norm": penalty.detach()}
 
 
-def scored_positions(targets: Tensor) -> int:
-    """How many positions a batch's loss averages over (its targets > 0): the weight of the batch
-    in the epoch's mean training loss, so that the mean is per position whatever the batches'
-    sizes (``train.group_by_length`` puts many short histories in one batch)."""
-    return max(1, int((targets > 0).sum()))
-
-
 class SequentialRecommenderModule(L.LightningModule):
     """Trains any backbone with a registered loss; validates by full ranking every epoch."""
 
@@ -77,6 +70,8 @@ class SequentialRecommenderModule(L.LightningModule):
         self._recommender_params = recommender_parameters(model)
         if self._perturbation_params:
             self.automatic_optimization = False
+        self._epoch_sums: dict[str, Tensor] = {}  # the training losses' epoch means, see _accumulate
+        self._epoch_weight: Tensor | int = 0
 
     def _loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
         return self.loss_fn(
@@ -88,8 +83,26 @@ class SequentialRecommenderModule(L.LightningModule):
         if not self.automatic_optimization:
             return self.adversarial_step(inputs, targets)
         loss = self._loss(inputs, targets)
-        self.log("train/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=scored_positions(targets))
+        self._accumulate({"loss": loss}, targets)
         return loss
+
+    def _accumulate(self, values: dict[str, Tensor], targets: Tensor) -> None:
+        """Adds a batch to the epoch's mean training losses, weighted by the positions its loss
+        averages over (targets > 0), so that the mean is per position whatever the batches' sizes
+        (``train.group_by_length`` puts many short histories in one batch). The sums stay on the
+        training device: reading the weight on the host each step would make the CPU wait for the
+        GPU's forward pass before it could queue the backward."""
+        weight = (targets > 0).sum().clamp_min(1)
+        for name, value in values.items():
+            self._epoch_sums[name] = self._epoch_sums.get(name, 0) + value.detach().float() * weight
+        self._epoch_weight = self._epoch_weight + weight
+
+    def on_train_epoch_start(self) -> None:
+        self._epoch_sums, self._epoch_weight = {}, 0
+
+    def on_train_epoch_end(self) -> None:
+        for name, total in self._epoch_sums.items():
+            self.log(f"train/{name}", total / self._epoch_weight, prog_bar=name == "loss")
 
     def on_train_start(self) -> None:
         if not self.automatic_optimization:  # a resumed run restores its groups' settings: none for theta^P
@@ -111,10 +124,7 @@ class SequentialRecommenderModule(L.LightningModule):
         perturbation_opt.step()
         recommender_opt.step()
         recommender_loss = parts["loss_perturbed"] + parts["loss_calibrated"]
-        batch_size = scored_positions(targets)
-        self.log("train/loss", recommender_loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=batch_size)
-        for name, value in parts.items():
-            self.log(f"train/{name}", value, on_step=False, on_epoch=True, batch_size=batch_size)
+        self._accumulate({"loss": recommender_loss, **parts}, targets)
         return recommender_loss
 
     def validation_step(self, batch: EvalBatch, batch_idx: int) -> None:
