@@ -16,16 +16,20 @@ A comparison is NAME=CONFIG:VARIANTS, VARIANTS being values of model.refine (the
 or a variants file (configs/compare/*.yaml). Runs go to ROOT/NAME/<variant>/seed-<seed>, worker
 logs to ROOT/logs/. Finished runs are reused, so an interrupted queue resumes. The tables are the
 same as ``awrsr compare CONFIG --variants ... --set ... --output_dir ROOT/NAME --report_only true``.
+``--skip PATTERN ...`` leaves out runs too slow for the time at hand (e.g. a GPU lease); they stay
+in the tables as unfinished. Give the comparisons first: --seeds and --skip take every word after them.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,14 +54,16 @@ def parse_comparison(spec: str) -> tuple[str, str, list[str] | dict]:
     return name, config, chosen
 
 
-def queue(comparisons: list[str], seeds: list[int]) -> list[tuple[str, str, str, dict]]:
-    """(comparison, config, variant, options) for every run, seeds outermost."""
+def queue(comparisons: list[str], seeds: list[int], skip: Sequence[str] = ()) -> list[tuple[str, str, str, dict]]:
+    """(comparison, config, variant, options) for every run, seeds outermost, less the runs whose
+    "comparison/variant" matches a ``skip`` pattern (fnmatch: runs too slow for the time at hand)."""
     runs = []
     for spec in comparisons:
         name, config, chosen = parse_comparison(spec)
         base, options = variant_options(chosen, "model.refine", "none")
         options, _ = split_references(options, base)
-        runs += [(name, config, variant, {**opts, "train.seed": seed}) for seed in seeds for variant, opts in options.items()]
+        kept = {v: o for v, o in options.items() if not any(fnmatch.fnmatchcase(f"{name}/{v}", p) for p in skip)}
+        runs += [(name, config, variant, {**opts, "train.seed": seed}) for seed in seeds for variant, opts in kept.items()]
     return runs
 
 
@@ -65,7 +71,7 @@ def work(args: argparse.Namespace) -> None:
     console = Console(width=120)
     extra = parse_sets(args.set)
     failures = 0
-    for name, config, variant, options in queue(args.comparisons, args.seeds):
+    for name, config, variant, options in queue(args.comparisons, args.seeds, args.skip):
         run_dir = args.root / name / variant / f"seed-{options['train.seed']}"
         start = time.time()
         try:
@@ -88,6 +94,8 @@ def main() -> int:
                         help="give the comparisons before this option, which takes every number after it")
     parser.add_argument("--set", action="append", default=[], help="an extra option for every run, key=value (repeatable)")
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--skip", nargs="+", default=[], metavar="PATTERN",
+                        help='leave out runs whose "comparison/variant" matches, e.g. "neighbours-beauty/ac-*"')
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # set in the worker processes
     args = parser.parse_args()
     if args.worker:

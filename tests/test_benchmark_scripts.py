@@ -49,6 +49,10 @@ def test_compare_queue_walks_seeds_outermost_and_checks_its_specs():
         ("a", "none", 1), ("a", "simp", 1), ("a", "add", 1), ("a", "none", 2), ("a", "simp", 2), ("a", "add", 2),
     ]
     assert runs[1][3] == {"model.refine": "simp", "train.seed": 1}
+    skipped = compare_queue.queue(
+        ["a=configs/sasrec/synthetic.yaml:simp,add", "b=configs/sasrec/synthetic.yaml:value"], [1], skip=["a/s*", "b/none"]
+    )
+    assert [(name, variant) for name, _, variant, _ in skipped] == [("a", "none"), ("a", "add"), ("b", "value")]
     from_file = compare_queue.queue(["s=configs/stosa/beauty.yaml:configs/compare/stosa.yaml"], [7])
     assert [variant for _, _, variant, _ in from_file][:2] == ["stosa", "stosa+simp"]
     with pytest.raises(SystemExit, match="NAME=CONFIG:VARIANTS"):

@@ -19,12 +19,16 @@ if [ "${MPS:-0}" = 1 ]; then
 fi
 export PYTHONPATH=/tmp/site:/tmp/awrsr/src PYTHONUNBUFFERED=1
 if [ -f SOURCE_VERSION ]; then export AWRSR_SOURCE_VERSION="$(cat SOURCE_VERSION)"; fi
+# SKIP="PATTERN ..." leaves those runs out of every queue (compare_queue.py --skip), e.g.
+# SKIP="neighbours-beauty/*bert4rec* neighbours-beauty/ac-*" for runs longer than a lease.
+skip=()
+if [ -n "${SKIP:-}" ]; then read -r -a skip <<< "$SKIP"; skip=(--skip "${skip[@]}"); fi
 for queue in "$@"; do
   read -r root workers niceness comparisons <<< "$queue"
   mkdir -p "/tmp/gpu/$root"
   # shellcheck disable=SC2086  # the comparisons are separate words
   (setsid nohup nice -n "$niceness" python3 benchmarks/compare_queue.py $comparisons --workers "$workers" \
-      --root "/tmp/gpu/$root" --seeds 42 43 44 --set train.num_threads=1 \
+      --root "/tmp/gpu/$root" --seeds 42 43 44 --set train.num_threads=1 "${skip[@]}" \
       > "/tmp/gpu/queue-$root.log" 2>&1 < /dev/null &)
   echo "queue $root: $workers worker(s), nice $niceness: $comparisons"
 done
