@@ -94,10 +94,13 @@ def main() -> int:
                         help="give the comparisons before this option, which takes every number after it")
     parser.add_argument("--set", action="append", default=[], help="an extra option for every run, key=value (repeatable)")
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--skip", nargs="+", default=[], metavar="PATTERN",
+    parser.add_argument("--skip", nargs="+", action="extend", default=[], metavar="PATTERN",
                         help='leave out runs whose "comparison/variant" matches, e.g. "neighbours-beauty/ac-*"')
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # set in the worker processes
     args = parser.parse_args()
+    for pattern in args.skip:  # a comparison given after --skip would be read as a pattern
+        if "/" not in pattern or "=" in pattern:
+            parser.error(f"--skip {pattern!r}: expected COMPARISON/VARIANT patterns; give the comparisons before --skip")
     if args.worker:
         return work(args)
     extra = parse_sets(args.set)
@@ -120,10 +123,16 @@ def main() -> int:
             run_compare(config, chosen, args.seeds, args.root / name, extra=extra, report_only=True)
         except AwrsrError as err:
             print(f"{name}: {err}")
-    unfinished = [
-        f"{name}/{variant}/seed-{options['train.seed']}" for name, _, variant, options in queue(args.comparisons, args.seeds)
-        if not (args.root / name / variant / f"seed-{options['train.seed']}" / METRICS_FILE).is_file()
-    ]
+    def missing(skip: list[str]) -> list[str]:
+        return [
+            f"{name}/{variant}/seed-{options['train.seed']}" for name, _, variant, options in queue(args.comparisons, args.seeds, skip)
+            if not (args.root / name / variant / f"seed-{options['train.seed']}" / METRICS_FILE).is_file()
+        ]
+
+    unfinished = missing(args.skip)
+    if args.skip:
+        skipped = sorted(set(missing([])) - set(unfinished))
+        print(f"left out by --skip, not trained: {', '.join(skipped) or 'none'}")
     if failed or unfinished:
         print(f"{failed} worker(s) had failed runs (see {args.root / 'logs'}); unfinished: {', '.join(unfinished) or 'none'}")
     return 1 if failed or unfinished else 0

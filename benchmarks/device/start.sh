@@ -22,7 +22,8 @@ if [ -f SOURCE_VERSION ]; then export AWRSR_SOURCE_VERSION="$(cat SOURCE_VERSION
 # SKIP="PATTERN ..." leaves those runs out of every queue (compare_queue.py --skip), e.g.
 # SKIP="neighbours-beauty/*bert4rec* neighbours-beauty/ac-*" for runs longer than a lease.
 skip=()
-if [ -n "${SKIP:-}" ]; then read -r -a skip <<< "$SKIP"; skip=(--skip "${skip[@]}"); fi
+read -r -a patterns <<< "${SKIP:-}"  # no pathname expansion here: the patterns stay as given
+if [ ${#patterns[@]} -gt 0 ]; then skip=(--skip "${patterns[@]}"); fi
 for queue in "$@"; do
   read -r root workers niceness comparisons <<< "$queue"
   mkdir -p "/tmp/gpu/$root"
