@@ -1,9 +1,11 @@
 """Every shipped config parses and builds its model; every shipped variants file names known options."""
 
+import random
 from pathlib import Path
 
 import pytest
 
+from awrsr.errors import ConfigError
 from awrsr.experiments.compare import COMPARE_TO, load_variants_file
 from awrsr.experiments.runs import known_keys, option_args
 from awrsr.models import build_model
@@ -44,3 +46,21 @@ def test_the_neighbours_files_differ_only_in_bert4rec_mask_probability_of_their_
                 assert options.get("model.mask_prob") == mask_prob, (ds, name)
             else:
                 assert "model.mask_prob" not in options, (ds, name)
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("search/*.yaml")), ids=lambda p: p.name)
+def test_search_space_names_known_options_and_every_trial_builds(path):
+    from awrsr.experiments.tune import grid, load_search_space
+
+    space = load_search_space(path)
+    assert set(space) <= known_keys()
+    trials = grid(space)
+    built = 0
+    for params in random.Random(0).sample(trials, min(len(trials), 16)):  # the paper's grid has 2,304
+        try:  # the paper's grid holds impossible trials (64 dimensions in 3 heads); tune skips them
+            cfg = load_fit_config(["--config", str(CONFIGS / "sasrec" / "ml-1m.yaml"), *option_args(params)])
+            build_model(cfg["model"], num_items=30)
+            built += 1
+        except ConfigError as err:
+            assert "divisible by model.num_heads" in str(err), params
+    assert built > 0
