@@ -25,7 +25,7 @@ import torch  # noqa: E402
 from awrsr.errors import ArtifactError, ConfigError  # noqa: E402
 from awrsr.files import user_path  # noqa: E402
 from awrsr.experiments.by_length import held_out_ranks  # noqa: E402  (re-exported)
-from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, collection_error, runs_inside  # noqa: E402
+from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, collection_error, runs_inside  # noqa: E402
 from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
 
 
@@ -216,9 +216,12 @@ def draw_figures(
     out = user_path(output_dir) if output_dir else directory / "figures"
     runs = _runs_to_draw(directory, out)
     single = list(runs.values()) == [directory]
+    # A run kept as records only (metrics, history, test ranks: e.g. copied back from a GPU lease
+    # or unpacked from benchmarks/results/run-records) has no model to show attention from; its
+    # curves and NDCG@N are still drawn.
     cases = {
         (run_dir.name if single else run_dir.parent.name): attention_case(run_dir, user, data_path=data_path)
-        for run_dir in runs.values()
+        for run_dir in runs.values() if all((run_dir / name).is_file() for name in REQUIRED_FILES)
     }
     out.mkdir(parents=True, exist_ok=True)
     files = [
