@@ -307,14 +307,14 @@ def write_outputs(
         counted = str(first.runs) if first.is_reference or first.pairs == first.runs else f"{first.runs} ({first.pairs} paired)"
         seconds = sum(epoch_seconds[variant]) / len(epoch_seconds[variant])
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {counted} | {seconds:.1f} |")
-    devices = Counter(r["metrics"].get("machine", {}).get("device", "not recorded") for r in records)
-    if len(devices) > 1:  # the s / epoch column then compares machines, not models
-        lines += ["", "Runs trained on several machines (runs.csv names each run's): "
-                  + ", ".join(f"{device} ({count})" for device, count in sorted(devices.items())) + "."]
-    versions = Counter(r["metrics"].get("code_version", "not recorded") for r in records)
-    if len(versions) > 1:  # floating point may differ between versions even where the model does not
-        lines += ["", "Runs made by several code versions (runs.csv names each run's): "
-                  + ", ".join(f"{version} ({count})" for version, count in sorted(versions.items())) + "."]
+    # Notes on mixed tables: on several machines the s / epoch column compares machines, not
+    # models; and floating point may differ between code versions even where the model does not.
+    for what, of_run in (("trained on several machines", lambda m: m.get("machine", {}).get("device")),
+                         ("made by several code versions", lambda m: m.get("code_version"))):
+        counts = Counter(of_run(r["metrics"]) or "not recorded" for r in records)
+        if len(counts) > 1:
+            lines += ["", f"Runs {what} (runs.csv names each run's): "
+                      + ", ".join(f"{value} ({count})" for value, count in sorted(counts.items())) + "."]
     if missing:
         lines += [
             "",

@@ -25,7 +25,7 @@ import torch  # noqa: E402
 from awrsr.errors import ArtifactError, ConfigError  # noqa: E402
 from awrsr.files import user_path  # noqa: E402
 from awrsr.experiments.by_length import held_out_ranks  # noqa: E402  (re-exported)
-from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, REQUIRED_FILES, collection_error, runs_inside  # noqa: E402
+from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, collection_error, missing_artifact_files, runs_inside  # noqa: E402
 from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
 
 
@@ -221,7 +221,7 @@ def draw_figures(
     # curves and NDCG@N are still drawn.
     cases = {
         (run_dir.name if single else run_dir.parent.name): attention_case(run_dir, user, data_path=data_path)
-        for run_dir in runs.values() if all((run_dir / name).is_file() for name in REQUIRED_FILES)
+        for run_dir in runs.values() if not missing_artifact_files(run_dir)
     }
     out.mkdir(parents=True, exist_ok=True)
     files = [

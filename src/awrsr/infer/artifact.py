@@ -120,7 +120,7 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     if not directory.is_dir():
         raise ArtifactError(f"{directory} is a file, not a run directory" if directory.exists()
                             else f"artifact directory not found: {directory}")
-    missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
+    missing = missing_artifact_files(directory)
     if missing:
         raise collection_error(directory) or ArtifactError(
             f"{directory}: incomplete artifact, missing {', '.join(missing)}"
@@ -164,6 +164,12 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
         if not isinstance(metrics, dict):
             raise ArtifactError(f"{directory / METRICS_FILE}: expected a JSON object")
     return LoadedArtifact(directory, config, model_config, vocab, model, metrics)
+
+
+def missing_artifact_files(directory: Path) -> list[str]:
+    """The files a saved model needs (config, vocabulary, weights) that ``directory`` lacks: all of
+    the model's for a run kept as records only (metrics, history, test ranks)."""
+    return [name for name in REQUIRED_FILES if not (directory / name).is_file()]
 
 
 def runs_inside(directory: Path) -> list[Path]:
