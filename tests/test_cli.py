@@ -109,6 +109,26 @@ def test_bad_data_files_name_file_and_line(tmp_path, capsys, content, expected):
     assert "interactions.txt" in err and expected in err
 
 
+def test_stats_reads_the_data_section_of_a_fit_config(tmp_path, capsys):
+    fit_config = tmp_path / "run.yaml"
+    fit_config.write_text(
+        "data:\n  synthetic: {num_users: 60, num_items: 25, seed: 3}\nmodel: {name: sasrec, max_len: 10}\n"
+        "train: {max_epochs: 1}\noutput_dir: runs/x\n"
+    )
+    code, from_config, err = run_cli(capsys, "stats", "--config", str(fit_config))
+    assert code == 0, err
+    code, direct, _ = run_cli(
+        capsys, "stats", "--data.synthetic.num_users", "60", "--data.synthetic.num_items", "25", "--data.synthetic.seed", "3",
+    )
+    assert code == 0 and "60 users" in direct and from_config == direct
+    code, overridden, _ = run_cli(capsys, "stats", f"--config={fit_config}", "--data.synthetic.num_users", "70")
+    assert code == 0 and "70 users" in overridden
+    # an unknown section is still an error, not silently dropped
+    fit_config.write_text("data:\n  synthetic: {num_users: 60}\nmodle: {name: sasrec}\n")
+    code, _, err = run_cli(capsys, "stats", "--config", str(fit_config))
+    assert code == 2 and "modle" in err
+
+
 def test_missing_data_file(tmp_path, capsys):
     code, _, err = run_cli(capsys, "stats", "--data.path", str(tmp_path / "nope.txt"))
     assert code == 2 and "nope.txt" in err
@@ -200,6 +220,26 @@ def test_a_misspelt_key_names_the_closest_one(tmp_path, capsys):
 
     with pytest.raises(ConfigError, match=r"did you mean --model\.refine\?"):  # variants files and search spaces
         load_fit_config(["--model.refin", "simp"])
+    # a key under its section, as a loaded config reports it ("Group 'model' ... 'refin'")
+    with pytest.raises(ConfigError, match=r"Group 'model' does not accept option 'refin' \(did you mean --model\.refine\?\)"):
+        load_fit_config(["--config", str(config)])
+
+
+def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
+    """jsonargparse would print fit's whole usage (dozens of lines) above its message."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("model:\n  name: sasrec\n  hidden_size: 64: 3\n")
+    for args, message in (
+        (["fit", "--model.refin", "simp"], "unrecognized arguments: --model.refin simp (did you mean --model.refine?)"),
+        (["fit", "--train.max_epochs", "abc"], 'Parser key "train.max_epochs"'),
+        (["frob"], "argument subcommand: invalid choice: 'frob'"),
+        (["fit", "--config", str(broken)], f"{broken}, line 3, column 18: not valid YAML: mapping values are not allowed here"),
+    ):
+        code, out, err = run_cli(capsys, *args)
+        assert code == 2 and err.startswith(f"awrsr: error: {message}") and "usage:" not in err, (args, err)
+        assert len(err.splitlines()) <= 3 and not out, (args, err)
+        if "YAML" not in message:  # jsonargparse's errors point to the options' help
+            assert err.rstrip().endswith("(for the accepted options: awrsr" + (" fit" if args[0] == "fit" else "") + " --help)"), err
 
 
 def test_an_output_dir_that_cannot_be_made_is_one_line_naming_it(tmp_path, capsys):

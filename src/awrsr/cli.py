@@ -18,11 +18,13 @@ import os
 import sys
 from typing import List, Literal, Optional, Union
 
+import yaml
 from jsonargparse import CLI
 
 from awrsr.data import DataConfig
 from awrsr.data.config import Format
 from awrsr.errors import AwrsrError
+from awrsr.files import user_path
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
 from awrsr.run_config import SuggestingParser
@@ -346,9 +348,38 @@ def plot(
         print(path)
 
 
+# The sections of a fit config that `awrsr stats` has no use for.
+_FIT_ONLY_SECTIONS = {"model", "train", "evaluation", "output_dir", "resume", "overwrite"}
+
+
+def stats_reads_data_section(args: list[str]) -> list[str]:
+    """``awrsr stats --config fit.yaml``: a fit config's ``data`` section, passed as ``--data``,
+    so that stats describes exactly the data a run trains on (stats itself takes only ``data``)."""
+    if not args or args[0] != "stats":
+        return args
+    out = [args[0]]
+    rest = iter(args[1:])
+    for arg in rest:
+        path = next(rest, None) if arg == "--config" else arg[9:] if arg.startswith("--config=") else None
+        if path is None:
+            out.append(arg)
+            continue
+        try:
+            loaded = yaml.safe_load(user_path(path).read_text())
+        except (OSError, yaml.YAMLError, AwrsrError):
+            loaded = None  # not a readable file: the parser names the problem
+        if isinstance(loaded, dict) and set(loaded) - {"data"} and set(loaded) - {"data"} <= _FIT_ONLY_SECTIONS:
+            out += ["--data", json.dumps(loaded.get("data") or {})]
+        else:
+            out += ["--config", path]
+    return out
+
+
 def main(argv: Optional[list] = None) -> None:
     try:
-        check_config_files(sys.argv[1:] if argv is None else argv)  # names the file; the loader, inline configs
+        argv = sys.argv[1:] if argv is None else argv
+        check_config_files(argv)  # names the file; the loader, inline configs
+        argv = stats_reads_data_section(list(argv))
         install_strict_yaml_loader()
         # allow_abbrev=False: argparse would take --train.max_epoch for --train.max_epochs, and a
         # misspelt option must be an error, not a guess.

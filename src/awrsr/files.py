@@ -22,6 +22,20 @@ def user_path(path: str | Path) -> Path:
         raise ConfigError(f"{path}: cannot expand '~' ({err})") from None
 
 
+def output_directory(path: str | Path, option: str = "output_dir", needs: str = "a directory") -> Path:
+    """``path`` as a directory to write into (``user_path``); a ConfigError naming ``option`` if
+    it, or the nearest existing path above it, is a file (mkdir would fail later with "Not a
+    directory" or "File exists", naming neither)."""
+    path = user_path(path)
+    for existing in (path, *path.parents):
+        if existing.exists():
+            if not existing.is_dir():
+                where = "" if existing == path else f" (inside the file {existing})"
+                raise ConfigError(f"{option} {path} is a file{where}; {needs}")
+            break
+    return path
+
+
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, then rename it over ``path`` (atomic on
     POSIX and Windows): other processes polling for results, and a crash mid-write, can never

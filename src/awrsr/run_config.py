@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 from argparse import ArgumentError
 from dataclasses import asdict
 from typing import Any, Mapping, Sequence
@@ -21,7 +22,7 @@ from awrsr.errors import ConfigError
 from awrsr.strict_yaml import check_config_files, install_strict_yaml_loader
 
 # How jsonargparse and argparse name an option they do not know.
-_UNKNOWN_OPTION = re.compile(r"does not accept option '([^']+)'|unrecognized arguments: --?(\S+)")
+_UNKNOWN_OPTION = re.compile(r"(?:Group '([^']+)' )?does not accept option '([^']+)'|unrecognized arguments: --?(\S+)")
 
 
 def did_you_mean(message: str, parser: ArgumentParser) -> str:
@@ -30,7 +31,8 @@ def did_you_mean(message: str, parser: ArgumentParser) -> str:
     match = _UNKNOWN_OPTION.search(message)
     if not match:
         return ""
-    name = match.group(1) or match.group(2)
+    group, option, argument = match.groups()
+    name = f"{group}.{option}" if group else option or argument
     known = [option.lstrip("-") for action in parser._actions for option in action.option_strings if option.startswith("--")]
     close = difflib.get_close_matches(name.lstrip("-"), known, n=1, cutoff=0.75)
     return f" (did you mean --{close[0]}?)" if close else ""
@@ -41,25 +43,46 @@ class SuggestingParser(ArgumentParser):
 
     def error(self, message: str, ex: Exception | None = None):
         parser = getattr(ex, "subcommand_parser", None) or self
-        return super().error(message + did_you_mean(message, parser), ex)
+        if "(did you mean" not in message:  # a subcommand's error passes through its parent too
+            message += did_you_mean(message, parser)
+        if not self.exit_on_error:
+            return super().error(message, ex)
+        # One line, like every other awrsr error: jsonargparse would print the whole usage
+        # (dozens of lines for fit) above it, which buries the message.
+        prog = " ".join(["awrsr", *parser.prog.replace(" [options]", "").split()[1:]])  # not "__main__.py"
+        sys.stderr.write(f"awrsr: error: {message}\n(for the accepted options: {prog} --help)\n")
+        sys.exit(2)
 
 
 def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     """The keyword arguments of ``awrsr.workflows.fit`` (data, model, train, evaluation,
     output_dir, resume, overwrite) from command-line style ``args`` such as ``["--config", "x.yaml", "--train.seed", "1"]``."""
-    from awrsr.cli import fit
-
     check_config_files(args)
     install_strict_yaml_loader()
+    parser, namespace = _parse_fit_args(args)
+    init = parser.instantiate_classes(namespace)
+    return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir", "resume", "overwrite")}
+
+
+def check_fit_args(args: Sequence[str], where: str) -> None:
+    """A ConfigError (naming the closest known key) if ``args`` hold a key or value that ``awrsr
+    fit`` would refuse, its message starting with ``where``; nothing is built, so options whose
+    combination is impossible pass."""
+    check_config_files(args)
+    install_strict_yaml_loader()
+    _parse_fit_args(args, where)
+
+
+def _parse_fit_args(args: Sequence[str], where: str | None = None) -> tuple[ArgumentParser, Any]:
+    from awrsr.cli import fit
+
     parser = SuggestingParser(exit_on_error=False, allow_abbrev=False)  # a misspelt key is an error, not a prefix
     parser.add_argument("--config", action="config")
     parser.add_function_arguments(fit, as_positional=False)
     try:
-        namespace = parser.parse_args(list(args))
+        return parser, parser.parse_args(list(args))
     except ArgumentError as err:
-        raise ConfigError(f"{' '.join(args)}: {err}") from None
-    init = parser.instantiate_classes(namespace)
-    return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir", "resume", "overwrite")}
+        raise ConfigError(f"{where or ' '.join(args)}: {err}") from None
 
 
 def changed_fields(

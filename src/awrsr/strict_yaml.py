@@ -57,7 +57,17 @@ def repeated_key(text: str) -> str | None:
 
 
 def check_unique_keys(text: str, source: str) -> None:
-    """A ConfigError naming ``source`` and both lines if ``text`` repeats a key in one mapping."""
+    """A ConfigError naming ``source`` and both lines if ``text`` repeats a key in one mapping,
+    or naming ``source`` and the place if ``text`` is not YAML at all (the loader's own message
+    calls the file "<unicode string>")."""
+    try:
+        yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{source}{where}: not valid YAML: {err.problem or err.context}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{source}: not valid YAML: {err}") from None
     problem = repeated_key(text)
     if problem:
         raise ConfigError(f"{source}, {problem}; YAML would silently keep the last")

@@ -31,7 +31,7 @@ from awrsr.data import (
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
-from awrsr.files import user_path
+from awrsr.files import output_directory, user_path
 from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
     save_artifact, write_metrics,
@@ -151,9 +151,7 @@ def fit(
     never deletes a model before its replacement exists. Two processes never train into one
     directory: the second gets a clear error. ``print_test=False`` prints validation metrics only
     (tuning selects on validation; the test scores are still recorded in metrics.json)."""
-    run_dir = user_path(output_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ConfigError(f"output_dir {run_dir} is a file; a run needs a directory")
+    run_dir = output_directory(output_dir, needs="a run needs a directory")
     check_data_outside_run(data, run_dir)  # even with overwrite: the data must survive the run
     if not resume and not overwrite:
         refuse_foreign_files(run_dir)  # before the lock, which would leave its file in the user's folder

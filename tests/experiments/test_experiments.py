@@ -87,6 +87,13 @@ def test_what_would_fail_every_trial_fails_once_before_any_trains(tmp_path):
     base.write_text("train:\n  max_epochs: 1\n  max_epochs: 2\n")
     with pytest.raises(ConfigError, match="base.yaml, line 3: 'max_epochs' is given twice"):
         run_tune(str(base), space, tmp_path / "t", console=QUIET)
+    # the base config's own keys and values: once, naming the file (each trial would skip on them)
+    base.write_text("model: {nme: sasrec}\n")
+    with pytest.raises(ConfigError, match=r"base config .*base.yaml: .*'nme' \(did you mean --model.name\?\)"):
+        run_tune(str(base), space, tmp_path / "t", console=QUIET)
+    base.write_text("train: {max_epochs: 1}\n")
+    with pytest.raises(ConfigError, match=r"base config .*base.yaml with --set: .*train.max_epochs"):
+        run_tune(str(base), space, tmp_path / "t", extra={"train.max_epochs": "abc"}, console=QUIET)
     assert not (tmp_path / "t").exists()
 
 
@@ -134,7 +141,30 @@ def test_compare_refuses_variant_names_that_are_not_directory_names_and_bad_seed
         run_compare(str(base), ["simp"], [-1], tmp_path / "c", console=QUIET)
     with pytest.raises(ConfigError, match="variant 'b' sets train.seed; the comparison's seeds are given by --seeds"):
         run_compare(str(base), {"a": {}, "b": {"train.seed": 3}}, [1], tmp_path / "c", console=QUIET)
+    with pytest.raises(ConfigError, match=r"seeds: none given; a comparison needs at least one"):
+        run_compare(str(base), ["simp"], [], tmp_path / "c", console=QUIET)
+    with pytest.raises(ConfigError, match=r"seeds: 3 given twice"):
+        run_compare(str(base), ["simp"], [3, 4, 3], tmp_path / "c", console=QUIET)
     assert not (tmp_path / "c").exists()
+
+
+def test_an_output_dir_that_is_a_file_is_named_by_compare_tune_and_plot(tmp_path):
+    from awrsr.experiments.figures import draw_figures
+    from awrsr.files import output_directory
+
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    taken = tmp_path / "events.csv"
+    taken.write_text("x")
+    with pytest.raises(ConfigError, match=r"output_dir .*events.csv is a file; a comparison needs a directory"):
+        run_compare(str(base), ["simp"], [1], taken, console=QUIET)
+    with pytest.raises(ConfigError, match=r"output_dir .*events.csv/tune is a file \(inside the file .*events.csv\); a tune"):
+        run_tune(str(base), {"train.lr": [0.1]}, taken / "tune", console=QUIET)
+    with pytest.raises(ConfigError, match=r"output_dir .*events.csv is a file; the figures need a directory"):
+        draw_figures(tmp_path / "no-run", taken)
+    assert taken.read_text() == "x"
+    assert output_directory(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"  # not created
+    assert not (tmp_path / "new").exists()
 
 
 TINY = [

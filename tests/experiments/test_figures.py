@@ -4,6 +4,7 @@ checked before anything is written."""
 import json
 import shutil
 
+import numpy as np
 import polars as pl
 import pytest
 import torch
@@ -179,6 +180,15 @@ def test_compare_and_tune_directories_name_runs_to_pick(trained_run, tmp_path, c
     for command in (["evaluate"], ["plot"], ["serve"], ["recommend", "--history", "1"]):
         code, _, err = run_cli(capsys, command[0], str(tune), *command[1:])
         assert code == 2 and "tune output directory" in err and "trial-0123abcd" in err, (command, err)
+    # a folder that merely holds runs two levels down (runs/<name>/) is no comparison
+    project = tmp_path / "project"
+    copy_run(trained_run, project / "runs" / "sasrec")
+    code, _, err = run_cli(capsys, "evaluate", str(project))
+    assert code == 2 and "a directory of runs, not a single run" in err and "runs/sasrec" in err, err
+    # nor is a comparison without its runs.csv mistaken for one
+    (compare / "runs.csv").unlink()
+    code, _, err = run_cli(capsys, "evaluate", str(compare))
+    assert code == 2 and "comparison output directory" in err, err
     assert not (tune / "figures").exists()
     # a compare directory is what plot draws side by side
     names = {f.name for f in draw_figures(compare, tmp_path / "figs")}
@@ -187,3 +197,45 @@ def test_compare_and_tune_directories_name_runs_to_pick(trained_run, tmp_path, c
         from awrsr.infer import load_artifact
 
         load_artifact(tmp_path / "missing")
+
+
+def test_ndcg_at_n_by_hand():
+    from awrsr.experiments.figures import ndcg_at_n
+
+    # ranks 1, 2, 30: NDCG@1 = 1/3; NDCG@2..20 = (1 + 1/log2(3)) / 3; rank 30 never counts
+    curve = ndcg_at_n([1, 2, 30], max_n=20)
+    assert curve.shape == (20,)
+    assert curve[0] == pytest.approx(1 / 3)
+    assert curve[1:] == pytest.approx([(1 + 1 / np.log2(3)) / 3] * 19)
+
+
+def test_compare_figures_draw_every_finished_seed(tmp_path, monkeypatch):
+    """A comparison's curves have one line per seed and its NDCG@N the mean over seeds, and each
+    figure says how many seeds it shows (an unfinished seed is left out)."""
+    from awrsr.experiments import figures
+
+    rng = np.random.default_rng(0)
+    ranks = {}
+    for variant, seeds in (("none", ["seed-2", "seed-10", "seed-3"]), ("simp", ["seed-2"])):
+        for seed in seeds:
+            run = tmp_path / variant / seed
+            run.mkdir(parents=True)
+            (run / "metrics.json").write_text("{}")
+            pl.DataFrame({"epoch": [1, 2, 3], "val/ndcg@5": rng.random(3)}).write_csv(run / "history.csv")
+            ranks[run] = rng.integers(1, 40, size=50)
+    (tmp_path / "none" / "seed-4").mkdir()  # still training: no metrics.json
+    runs = figures._runs_to_draw(tmp_path, tmp_path / "figures")
+    assert {k: [p.name for p in v] for k, v in runs.items()} == {"none": ["seed-2", "seed-3", "seed-10"], "simp": ["seed-2"]}
+
+    drawn = []
+    monkeypatch.setattr(figures.plt, "close", drawn.append)
+    monkeypatch.setattr(figures, "_test_ranks", lambda run_dir, data_path: ranks[run_dir])
+    figures.plot_curves(runs, "val/ndcg@5", "validation NDCG@5", tmp_path / "curves.png")
+    figures.plot_ndcg_at_n(runs, tmp_path / "ndcg.png")
+    curves, ndcg = (fig.axes[0] for fig in drawn)
+    assert len(curves.get_lines()) == 4
+    assert [t.get_text() for t in curves.get_legend().get_texts()] == ["none (one line each of 3 seeds)", "simp"]
+    assert [t.get_text() for t in ndcg.get_legend().get_texts()] == ["none (mean of 3 seeds)", "simp"]
+    assert ndcg.get_title() == "band: lowest to highest seed"
+    mean = np.mean([figures.ndcg_at_n(ranks[p]) for p in runs["none"]], axis=0)
+    np.testing.assert_allclose(ndcg.get_lines()[0].get_ydata(), mean)

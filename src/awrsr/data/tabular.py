@@ -52,8 +52,9 @@ def _read(
 
 
 def _first_bad_line(path: Path, sep: str) -> str | None:
-    """``"<line>: <what>"`` for the first line of a CSV/TSV file that is not valid UTF-8 or has
-    more fields than the first row; None if neither (the caller keeps polars' words)."""
+    """``"<line>: <what>"`` for the first line of a CSV/TSV file that is not valid UTF-8, has
+    another number of fields than the first row or a broken quote; None if none of these (the
+    caller keeps polars' words)."""
     try:
         raw = path.read_bytes()
         try:
@@ -62,13 +63,18 @@ def _first_bad_line(path: Path, sep: str) -> str | None:
             line = raw.count(b"\n", 0, err.start) + 1
             return f"{line}: not valid UTF-8 text ({err.reason})"
         expected = None
-        for begin, record in TextLines(path, sep, has_header=True).records():
+        # polars failed, so the first row that differs from the first row is the first suspect
+        # (polars itself reads a short row, its missing fields as null, and trips on a later one)
+        for begin, record in TextLines(path, sep, has_header=True).records(strict=True):
             if not record:
                 continue
             if expected is None:
                 expected = len(record)
-            elif len(record) > expected:  # polars reads a short row (its missing fields are null)
-                return f"{begin}: {len(record)} fields, but the first row has {expected}"
+            elif len(record) != expected:
+                return f"{begin}: {len(record)} field{'s' * (len(record) != 1)}, but the first row has {expected}"
+    except BadRecord as err:
+        reason = "a quoted value is never closed" if "unexpected end of data" in err.reason else err.reason
+        return f"{err.line}: {reason}"
     except (OSError, csv.Error):
         return None
     return None
@@ -96,6 +102,14 @@ def _canonical_ints(series: pl.Series) -> pl.Series:
     return ints if same.all() else series
 
 
+class BadRecord(csv.Error):
+    """A record the csv module refuses in strict mode, and the line it starts on."""
+
+    def __init__(self, line: int, reason: str):
+        super().__init__(f"{line}: {reason}")
+        self.line, self.reason = line, reason
+
+
 @dataclass(frozen=True)
 class TextLines:
     """Where the data rows of a CSV/TSV file sit; worked out only when an error needs a line."""
@@ -114,15 +128,23 @@ class TextLines:
             pass
         return row + 1 + int(self.has_header)  # the csv module disagrees with polars: best guess
 
-    def records(self) -> Iterator[tuple[int, list[str]]]:
+    def records(self, strict: bool = False) -> Iterator[tuple[int, list[str]]]:
         """Every record of the file (blank lines as empty ones) with the line it starts on: not
-        simply its index + 1, since quoted values may span lines."""
+        simply its index + 1, since quoted values may span lines. ``strict``: a quote left open
+        (or text after a closing quote) is a ``BadRecord`` naming the line its record starts on."""
         with self.path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
-            reader = csv.reader(handle, delimiter=self.separator)
+            reader = csv.reader(handle, delimiter=self.separator, strict=strict)
             start = 1
-            for record in reader:
+            while True:
+                try:
+                    record = next(reader)
+                except StopIteration:
+                    return
+                except csv.Error as err:
+                    raise BadRecord(start, str(err)) from None
                 begin, start = start, reader.line_num + 1
                 yield begin, record
+
 
     def _data_starts(self) -> Iterator[int]:
         # polars skips blank lines before a header (blank lines after it are rows of nulls, as the

@@ -19,7 +19,7 @@ from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import finished_run, option_args, run_or_reuse, run_status
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
-from awrsr.files import csv_text, user_path, write_text_atomic
+from awrsr.files import csv_text, output_directory, user_path, write_text_atomic
 from awrsr.strict_yaml import check_unique_keys
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
@@ -73,7 +73,13 @@ def check_variant_names(names: Sequence[str]) -> None:
 
 
 def check_seeds(seeds: Sequence[int], options: Mapping[str, Mapping[str, Any]]) -> None:
-    """Seeds are the comparison's own axis: each in numpy's range, and none set by a variant."""
+    """Seeds are the comparison's own axis: at least one, each once and in numpy's range, and none
+    set by a variant."""
+    if not seeds:
+        raise ConfigError("seeds: none given; a comparison needs at least one, e.g. --seeds [42,43,44]")
+    repeated = sorted({seed for seed in seeds if list(seeds).count(seed) > 1})
+    if repeated:
+        raise ConfigError(f"seeds: {', '.join(map(str, repeated))} given twice; each seed is one paired run")
     for seed in seeds:
         if not 0 <= seed < 2**32:
             raise ConfigError(f"seeds: each must be in 0..{2**32 - 1}, got {seed}")
@@ -145,7 +151,7 @@ def run_compare(
     finished runs, naming the missing ones.
     """
     console = console or Console()
-    output_dir = user_path(output_dir)
+    output_dir = output_directory(output_dir, needs="a comparison needs a directory")
     try:  # now, not after hours of training
         bucket_labels(length_edges)
     except ValueError as err:

@@ -23,7 +23,7 @@ import polars as pl  # noqa: E402
 import torch  # noqa: E402
 
 from awrsr.errors import ArtifactError, ConfigError  # noqa: E402
-from awrsr.files import user_path  # noqa: E402
+from awrsr.files import output_directory, user_path  # noqa: E402
 from awrsr.experiments.by_length import held_out_ranks  # noqa: E402  (re-exported)
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, collection_error, missing_artifact_files, runs_inside  # noqa: E402
 from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
@@ -49,22 +49,29 @@ def read_result_table(path: Path, columns: list[str]) -> pl.DataFrame:
     return table
 
 
-def plot_curves(runs: dict[str, Path], column: str, ylabel: str, out: Path) -> Path | None:
-    """``column`` of each run's history per epoch; None (no file) if no run logged it (runs made
-    before the column existed are left out of the figure)."""
+def _legend_label(label: str, seeds: int, what: str) -> str:
+    return f"{label} ({what} {seeds} seeds)" if seeds > 1 else label
+
+
+def plot_curves(runs: dict[str, list[Path]], column: str, ylabel: str, out: Path) -> Path | None:
+    """``column`` of each run's history per epoch, one line per seed in its variant's colour
+    (early stopping ends seeds at different epochs, so they are not averaged); None (no file) if
+    no run logged it (runs made before the column existed are left out of the figure)."""
     fig, ax = plt.subplots(figsize=(6, 4))
     drawn = 0
-    for label, run_dir in runs.items():
-        history = _history(run_dir)
-        if column in history.columns:
+    for colour, (label, seeds) in enumerate(runs.items()):
+        logged = [h for h in map(_history, seeds) if column in h.columns]
+        for i, history in enumerate(logged):
             data = history.select("epoch", column).drop_nulls()
-            ax.plot(data["epoch"], data[column], label=label)
-            drawn += 1
+            ax.plot(data["epoch"], data[column], color=f"C{colour % 10}", alpha=0.7 if len(logged) > 1 else 1.0,
+                    linewidth=1.0 if len(logged) > 1 else 1.5,
+                    label=_legend_label(label, len(logged), "one line each of") if i == 0 else None)
+        drawn += len(logged)
     if drawn:
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(ylabel)
-        ax.legend()
+        ax.legend(fontsize="small")
         fig.tight_layout()
         fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -79,17 +86,30 @@ def _test_ranks(run_dir: Path, data_path: str | None) -> np.ndarray:
     return ranks if ranks is not None else rank_artifact(run_dir, data_path, split="test").ranks.numpy()
 
 
-def plot_ndcg_at_n(runs: dict[str, Path], out: Path, max_n: int = 20, data_path: str | None = None) -> Path:
+def ndcg_at_n(ranks: np.ndarray, max_n: int = 20) -> np.ndarray:
+    """Mean NDCG@N over the users of ``ranks`` (1-based ranks of each user's held-out item), for
+    N = 1..max_n."""
+    ranks = np.asarray(ranks, dtype=np.float64)
+    gains = np.where(ranks[None, :] <= np.arange(1, max_n + 1)[:, None], 1.0 / np.log2(ranks + 1.0), 0.0)
+    return gains.mean(axis=1)
+
+
+def plot_ndcg_at_n(runs: dict[str, list[Path]], out: Path, max_n: int = 20, data_path: str | None = None) -> Path:
+    """Test NDCG@N of each variant: the mean over its seeds, with their lowest to highest as a band."""
     fig, ax = plt.subplots(figsize=(6, 4))
     ns = np.arange(1, max_n + 1)
-    for label, run_dir in runs.items():
-        ranks = _test_ranks(run_dir, data_path).astype(np.float64)
-        gains = 1.0 / np.log2(ranks + 1.0)
-        ax.plot(ns, [(gains * (ranks <= n)).mean() for n in ns], marker=".", label=label)
+    for colour, (label, seeds) in enumerate(runs.items()):
+        curves = np.stack([ndcg_at_n(_test_ranks(run_dir, data_path), max_n) for run_dir in seeds])
+        ax.plot(ns, curves.mean(axis=0), marker=".", color=f"C{colour % 10}",
+                label=_legend_label(label, len(seeds), "mean of"))
+        if len(seeds) > 1:
+            ax.fill_between(ns, curves.min(axis=0), curves.max(axis=0), color=f"C{colour % 10}", alpha=0.15, linewidth=0)
+    if any(len(seeds) > 1 for seeds in runs.values()):
+        ax.set_title("band: lowest to highest seed", fontsize="small")
     ax.set_xlabel("N")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("test NDCG@N")
-    ax.legend()
+    ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -133,9 +153,12 @@ class AttentionCase:
     title: str
 
 
-def attention_case(run_dir: Path, user: int | None = None, last: int = 15, data_path: str | None = None) -> AttentionCase:
+def attention_case(
+    run_dir: Path, user: int | None = None, last: int = 15, data_path: str | None = None, seed_label: str | None = None,
+) -> AttentionCase:
     """Load ``run_dir``'s model and its data (checked as ``awrsr evaluate`` checks it) and pick
-    the test user: ``user`` (0-based test-user index) or the first with ``last``+ items."""
+    the test user: ``user`` (0-based test-user index) or the first with ``last``+ items.
+    ``seed_label`` (a comparison's run, "seed-42") is named in the title."""
     from awrsr.data import leave_one_out
     from awrsr.infer import load_artifact
     from awrsr.workflows import load_run_data
@@ -148,7 +171,8 @@ def attention_case(run_dir: Path, user: int | None = None, last: int = 15, data_
     inputs = torch.from_numpy(cases.history.select(np.array([index])).to_padded(max_len))
     k = min(last, int(cases.history.lengths[index]), max_len)
     original = dataset.user_ids[int(cases.users[index])]
-    return AttentionCase(artifact.model, inputs, k, f"test user {index} (user id {original}), last {k} positions")
+    title = f"test user {index} (user id {original}), last {k} positions"
+    return AttentionCase(artifact.model, inputs, k, f"{seed_label}: {title}" if seed_label else title)
 
 
 def _pick_user(lengths: np.ndarray, user: int | None, last: int) -> int:
@@ -205,23 +229,25 @@ def draw_figures(
     directory: str | Path, output_dir: str | Path | None = None, user: int | None = None,
     data_path: str | None = None,
 ) -> list[Path]:
-    """All figures for a run directory, or for a ``compare`` directory (variant/seed-*/ runs: the
-    first finished seed of each variant is drawn, in the comparison's order, base first).
+    """All figures for a run directory, or for a ``compare`` directory (variant/seed-*/ runs, in
+    the comparison's order, base first): every finished seed of each variant in the curves and
+    NDCG@N (their mean, with a band from lowest to highest), and the first finished seed's
+    attention, named in the figure's title.
 
     ``user`` is a 0-based index into each run's test users; ``data_path`` replaces the stored data
     path (needed for a run trained from a data frame). Everything is checked before any file or
     directory is written.
     """
     directory = user_path(directory)
-    out = user_path(output_dir) if output_dir else directory / "figures"
+    out = output_directory(output_dir, needs="the figures need a directory") if output_dir else directory / "figures"
     runs = _runs_to_draw(directory, out)
-    single = list(runs.values()) == [directory]
+    single = list(runs.values()) == [[directory]]
     # A run kept as records only (metrics, history, test ranks: e.g. copied back from a GPU lease
     # or unpacked from benchmarks/results/run-records) has no model to show attention from; its
     # curves and NDCG@N are still drawn.
     cases = {
-        (run_dir.name if single else run_dir.parent.name): attention_case(run_dir, user, data_path=data_path)
-        for run_dir in runs.values() if not missing_artifact_files(run_dir)
+        label: attention_case(seeds[0], user, data_path=data_path, seed_label=None if single else seeds[0].name)
+        for label, seeds in runs.items() if not missing_artifact_files(seeds[0])
     }
     out.mkdir(parents=True, exist_ok=True)
     files = [
@@ -236,14 +262,14 @@ def draw_figures(
     return [f for f in files if f is not None]
 
 
-def _runs_to_draw(directory: Path, out: Path) -> dict[str, Path]:
-    """{label: run directory}: the run itself, or a comparison's first finished seed per variant;
-    anything else (missing, unfinished, a tune directory) is an ``ArtifactError``."""
+def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
+    """{label: run directories}: the run itself, or a comparison's finished seeds per variant (in
+    seed order); anything else (missing, unfinished, a tune directory) is an ``ArtifactError``."""
     if not directory.is_dir():
         raise ArtifactError(f"{directory} is a file, not a run or compare directory" if directory.exists()
                             else f"run directory not found: {directory}")
     if (directory / METRICS_FILE).is_file():  # a finished run (metrics.json is written last)
-        return {directory.name: directory}
+        return {directory.name: [directory]}
     if (directory / CONFIG_FILE).is_file():
         raise ArtifactError(f"{directory}: the run has not finished (no {METRICS_FILE} yet)")
     if any(run.parent == directory for run in runs_inside(directory)):  # trial-*/ runs: a tune, nothing to compare
@@ -252,7 +278,7 @@ def _runs_to_draw(directory: Path, out: Path) -> dict[str, Path]:
     for variant in _variant_dirs(directory, out):
         seeds = sorted((p for p in variant.iterdir() if (p / METRICS_FILE).is_file()), key=_seed_order)
         if seeds:
-            runs[variant.name] = seeds[0]
+            runs[variant.name] = seeds
     if not runs:
         raise ArtifactError(f"{directory}: neither a finished run directory nor a compare directory with a finished run")
     return runs

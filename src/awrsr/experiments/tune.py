@@ -29,8 +29,9 @@ from rich.console import Console
 from rich.progress import Progress
 
 from awrsr.errors import ConfigError, TrainingDiverged
-from awrsr.experiments.runs import known_keys, run_or_reuse
-from awrsr.files import csv_text, user_path, write_text_atomic
+from awrsr.experiments.runs import known_keys, option_args, run_or_reuse
+from awrsr.files import csv_text, output_directory, user_path, write_text_atomic
+from awrsr.run_config import check_fit_args
 from awrsr.strict_yaml import check_unique_keys
 
 
@@ -72,6 +73,8 @@ def check_fixed_options(config: str, extra: dict[str, Any]) -> None:
         raise ConfigError(f"{config}: not valid YAML ({err})") from None
     check_unique_keys(text, config)
     check_known_keys(extra, "--set ")
+    # a misspelt key or a bad value in the base config itself, which every trial would skip on
+    check_fit_args(["--config", config, *option_args(extra)], f"base config {config}" + (" with --set" if extra else ""))
 
 
 def grid(space: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -95,7 +98,7 @@ def run_tune(
     """Run the grid (or ``max_trials`` of it, sampled with ``sample_seed``) and return the best
     trial's parameters by validation ``train.monitor``. Writes trials.csv and best.yaml."""
     console = console or Console()
-    output_dir = user_path(output_dir)
+    output_dir = output_directory(output_dir, needs="a tune needs a directory")
     config = str(user_path(config))
     if not Path(config).is_file():  # else every trial would fail on it, one by one
         raise ConfigError(f"base config not found: {config}")

@@ -187,7 +187,7 @@ def collection_error(directory: Path) -> ArtifactError | None:
         return None
     if (directory / "trials.csv").is_file() or runs[0].name.startswith("trial-"):
         kind = "a tune output directory (one run per trial-*)"
-    elif (directory / "runs.csv").is_file() or runs[0].parent != directory:
+    elif (directory / "runs.csv").is_file() or all(run.parent != directory and run.name.startswith("seed-") for run in runs):
         kind = "a comparison output directory (one run per <variant>/seed-N)"
     else:
         kind = "a directory of runs"
