@@ -123,10 +123,10 @@ def test_stats_reads_the_data_section_of_a_fit_config(tmp_path, capsys):
     assert code == 0 and "60 users" in direct and from_config == direct
     code, overridden, _ = run_cli(capsys, "stats", f"--config={fit_config}", "--data.synthetic.num_users", "70")
     assert code == 0 and "70 users" in overridden
-    # an unknown section is still an error, not silently dropped
-    fit_config.write_text("data:\n  synthetic: {num_users: 60}\nmodle: {name: sasrec}\n")
+    # an unknown section is still an error, naming it, not silently dropped
+    fit_config.write_text("data:\n  synthetic: {num_users: 60}\nmodel: {name: sasrec}\ntrian: {lr: 0.1}\n")
     code, _, err = run_cli(capsys, "stats", "--config", str(fit_config))
-    assert code == 2 and "modle" in err
+    assert code == 2 and "unknown section(s) trian" in err, err
 
 
 def test_missing_data_file(tmp_path, capsys):

@@ -23,7 +23,7 @@ from jsonargparse import CLI
 
 from awrsr.data import DataConfig
 from awrsr.data.config import Format
-from awrsr.errors import AwrsrError
+from awrsr.errors import AwrsrError, ConfigError
 from awrsr.files import user_path
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
@@ -368,10 +368,15 @@ def stats_reads_data_section(args: list[str]) -> list[str]:
             loaded = yaml.safe_load(user_path(path).read_text())
         except (OSError, yaml.YAMLError, AwrsrError):
             loaded = None  # not a readable file: the parser names the problem
-        if isinstance(loaded, dict) and set(loaded) - {"data"} and set(loaded) - {"data"} <= _FIT_ONLY_SECTIONS:
-            out += ["--data", json.dumps(loaded.get("data") or {})]
-        else:
+        others = set(loaded) - {"data"} if isinstance(loaded, dict) else set()
+        if not others & _FIT_ONLY_SECTIONS:  # a stats config (data only), or not ours: the parser reads it
             out += ["--config", path]
+        elif others - _FIT_ONLY_SECTIONS:
+            unknown = ", ".join(sorted(map(str, others - _FIT_ONLY_SECTIONS)))
+            raise ConfigError(f"{path}: unknown section(s) {unknown}; a fit config has data, {', '.join(sorted(_FIT_ONLY_SECTIONS))}")
+        else:  # a section given as a file name stays one; dates and the like as the YAML wrote them
+            section = loaded.get("data") or {}
+            out += ["--data", section if isinstance(section, str) else json.dumps(section, default=str)]
     return out
 
 

@@ -30,8 +30,8 @@ def output_directory(path: str | Path, option: str = "output_dir", needs: str = 
     for existing in (path, *path.parents):
         if existing.exists():
             if not existing.is_dir():
-                where = "" if existing == path else f" (inside the file {existing})"
-                raise ConfigError(f"{option} {path} is a file{where}; {needs}")
+                where = "is a file" if existing == path else f"lies inside the file {existing}"
+                raise ConfigError(f"{option} {path} {where}; {needs}")
             break
     return path
 

@@ -64,6 +64,8 @@ def check_unique_keys(text: str, source: str) -> None:
         yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
+        if err.context_mark and mark and mark.index >= len(text.rstrip()):  # e.g. a "[" never closed: where it opened
+            mark = err.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError(f"{source}{where}: not valid YAML: {err.problem or err.context}") from None
     except yaml.YAMLError as err:

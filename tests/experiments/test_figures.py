@@ -239,3 +239,18 @@ def test_compare_figures_draw_every_finished_seed(tmp_path, monkeypatch):
     assert ndcg.get_title() == "band: lowest to highest seed"
     mean = np.mean([figures.ndcg_at_n(ranks[p]) for p in runs["none"]], axis=0)
     np.testing.assert_allclose(ndcg.get_lines()[0].get_ydata(), mean)
+
+
+def test_plot_never_averages_runs_that_are_not_seeds(tmp_path):
+    """A folder holding runs two levels down that are not a comparison's seed-N (runs/<name>/)
+    is refused, as evaluate refuses it: two models must not be drawn as one model's seeds."""
+    from awrsr.experiments import figures
+
+    for name in ("sasrec-base", "sasrec-simp"):
+        run = tmp_path / "runs" / name
+        run.mkdir(parents=True)
+        (run / "config.yaml").write_text("model: {}\n")
+        (run / "metrics.json").write_text("{}")
+    with pytest.raises(ArtifactError, match="a directory of runs, not a single run"):
+        figures.draw_figures(tmp_path)
+    assert not (tmp_path / "figures").exists()

@@ -52,9 +52,9 @@ def _read(
 
 
 def _first_bad_line(path: Path, sep: str) -> str | None:
-    """``"<line>: <what>"`` for the first line of a CSV/TSV file that is not valid UTF-8, has
-    another number of fields than the first row or a broken quote; None if none of these (the
-    caller keeps polars' words)."""
+    """``"<line>: <what>"`` for the first line of a CSV/TSV file that is not valid UTF-8, has more
+    fields than the first row or a broken quote, else the first with fewer fields; None if none of
+    these (the caller keeps polars' words)."""
     try:
         raw = path.read_bytes()
         try:
@@ -62,16 +62,18 @@ def _first_bad_line(path: Path, sep: str) -> str | None:
         except UnicodeDecodeError as err:
             line = raw.count(b"\n", 0, err.start) + 1
             return f"{line}: not valid UTF-8 text ({err.reason})"
-        expected = None
-        # polars failed, so the first row that differs from the first row is the first suspect
-        # (polars itself reads a short row, its missing fields as null, and trips on a later one)
+        expected, short = None, None
         for begin, record in TextLines(path, sep, has_header=True).records(strict=True):
             if not record:
                 continue
             if expected is None:
                 expected = len(record)
-            elif len(record) != expected:
-                return f"{begin}: {len(record)} field{'s' * (len(record) != 1)}, but the first row has {expected}"
+            elif len(record) > expected:
+                return f"{begin}: {len(record)} fields, but the first row has {expected}"
+            elif len(record) < expected and short is None:
+                short = f"{begin}: {len(record)} field{'s' * (len(record) != 1)}, but the first row has {expected}"
+        # polars reads a short row (its missing fields are null): blame one only if nothing else is wrong
+        return short
     except BadRecord as err:
         reason = "a quoted value is never closed" if "unexpected end of data" in err.reason else err.reason
         return f"{err.line}: {reason}"

@@ -92,10 +92,10 @@ def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """A YAML mapping of variant names to option sets (see configs/compare/)."""
     try:
         text = user_path(path).read_text()
-        variants = yaml.safe_load(text)
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"{path}: cannot read the variants file ({err})") from None
-    check_unique_keys(text, str(path))
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the variants file ({err.strerror or err})") from None
+    check_unique_keys(text, str(path))  # names the file and line of a YAML error, or of a repeated key
+    variants = yaml.safe_load(text)
     if not isinstance(variants, dict) or not all(isinstance(o, dict) or o is None for o in variants.values()):
         raise ConfigError(f"{path}: expected a mapping of variant names to option mappings, e.g. parec: {{model.attention: positional}}")
     return variants

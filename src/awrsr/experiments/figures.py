@@ -250,10 +250,17 @@ def draw_figures(
         for label, seeds in runs.items() if not missing_artifact_files(seeds[0])
     }
     out.mkdir(parents=True, exist_ok=True)
+    # NDCG@N needs each seed's test ranks: stored, or computed again from its model; a seed with
+    # neither (records copied without them) is left out, and the legend counts the seeds drawn
+    from awrsr.workflows import TEST_RANKS_FILE
+
+    ranked = {label: [s for s in seeds if (s / TEST_RANKS_FILE).is_file() or not missing_artifact_files(s)]
+              for label, seeds in runs.items()}
+    ranked = {label: seeds for label, seeds in ranked.items() if seeds}
     files = [
         plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png"),
         plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png"),
-        plot_ndcg_at_n(runs, out / "ndcg_at_n.png", data_path=data_path),
+        plot_ndcg_at_n(ranked, out / "ndcg_at_n.png", data_path=data_path) if ranked else None,
     ]
     if not single and (directory / "by_length.csv").is_file():  # a comparison's table
         files.append(plot_by_length(directory / "by_length.csv", out / "ndcg_by_length.png"))
@@ -272,7 +279,10 @@ def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
         return {directory.name: [directory]}
     if (directory / CONFIG_FILE).is_file():
         raise ArtifactError(f"{directory}: the run has not finished (no {METRICS_FILE} yet)")
-    if any(run.parent == directory for run in runs_inside(directory)):  # trial-*/ runs: a tune, nothing to compare
+    inside = runs_inside(directory)
+    # trial-*/ runs (a tune), or runs that are not a comparison's seeds (a folder of projects):
+    # nothing to compare, and different models must never be averaged as if they were seeds
+    if any(run.parent == directory or not run.name.startswith("seed-") for run in inside):
         raise collection_error(directory)
     runs = {}
     for variant in _variant_dirs(directory, out):

@@ -39,12 +39,9 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
     path = user_path(path)
     if not path.is_file():
         raise ConfigError(f"search space file not found: {path}")
-    try:
-        text = path.read_text()
-        space = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML ({err})") from None
-    check_unique_keys(text, str(path))
+    text = path.read_text()
+    check_unique_keys(text, str(path))  # names the file and line of a YAML error, or of a repeated key
+    space = yaml.safe_load(text)
     if not isinstance(space, dict) or not space:
         raise ConfigError(f"{path}: expected a mapping of config keys to lists of values")
     for key, values in space.items():
@@ -66,12 +63,7 @@ def check_known_keys(keys: Any, where: str) -> None:
 def check_fixed_options(config: str, extra: dict[str, Any]) -> None:
     """What would fail every trial alike fails once, now: a base config that is not YAML, or a
     misspelt key among the options given to every trial."""
-    try:
-        text = Path(config).read_text()
-        yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{config}: not valid YAML ({err})") from None
-    check_unique_keys(text, config)
+    check_unique_keys(Path(config).read_text(), config)  # not YAML, or a key given twice
     check_known_keys(extra, "--set ")
     # a misspelt key or a bad value in the base config itself, which every trial would skip on
     check_fit_args(["--config", config, *option_args(extra)], f"base config {config}" + (" with --set" if extra else ""))
