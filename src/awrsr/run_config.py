@@ -57,8 +57,6 @@ class SuggestingParser(ArgumentParser):
 def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     """The keyword arguments of ``awrsr.workflows.fit`` (data, model, train, evaluation,
     output_dir, resume, overwrite) from command-line style ``args`` such as ``["--config", "x.yaml", "--train.seed", "1"]``."""
-    check_config_files(args)
-    install_strict_yaml_loader()
     parser, namespace = _parse_fit_args(args)
     init = parser.instantiate_classes(namespace)
     return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir", "resume", "overwrite")}
@@ -68,14 +66,14 @@ def check_fit_args(args: Sequence[str], where: str) -> None:
     """A ConfigError (naming the closest known key) if ``args`` hold a key or value that ``awrsr
     fit`` would refuse, its message starting with ``where``; nothing is built, so options whose
     combination is impossible pass."""
-    check_config_files(args)
-    install_strict_yaml_loader()
     _parse_fit_args(args, where)
 
 
 def _parse_fit_args(args: Sequence[str], where: str | None = None) -> tuple[ArgumentParser, Any]:
     from awrsr.cli import fit
 
+    check_config_files(args)
+    install_strict_yaml_loader()
     parser = SuggestingParser(exit_on_error=False, allow_abbrev=False)  # a misspelt key is an error, not a prefix
     parser.add_argument("--config", action="config")
     parser.add_function_arguments(fit, as_positional=False)

@@ -79,7 +79,6 @@ def _first_bad_line(path: Path, sep: str) -> str | None:
         return f"{err.line}: {reason}"
     except (OSError, csv.Error):
         return None
-    return None
 
 
 def _read_text_table(path: Path, sep: str, config: DataConfig) -> pl.DataFrame:
@@ -146,7 +145,6 @@ class TextLines:
                     raise BadRecord(start, str(err)) from None
                 begin, start = start, reader.line_num + 1
                 yield begin, record
-
 
     def _data_starts(self) -> Iterator[int]:
         # polars skips blank lines before a header (blank lines after it are rows of nulls, as the

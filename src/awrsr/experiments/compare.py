@@ -77,7 +77,7 @@ def check_seeds(seeds: Sequence[int], options: Mapping[str, Mapping[str, Any]]) 
     set by a variant."""
     if not seeds:
         raise ConfigError("seeds: none given; a comparison needs at least one, e.g. --seeds [42,43,44]")
-    repeated = sorted({seed for seed in seeds if list(seeds).count(seed) > 1})
+    repeated = sorted(seed for seed, count in Counter(seeds).items() if count > 1)
     if repeated:
         raise ConfigError(f"seeds: {', '.join(map(str, repeated))} given twice; each seed is one paired run")
     for seed in seeds:

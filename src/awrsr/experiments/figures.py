@@ -25,7 +25,9 @@ import torch  # noqa: E402
 from awrsr.errors import ArtifactError, ConfigError  # noqa: E402
 from awrsr.files import output_directory, user_path  # noqa: E402
 from awrsr.experiments.by_length import held_out_ranks  # noqa: E402  (re-exported)
-from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, collection_error, missing_artifact_files, runs_inside  # noqa: E402
+from awrsr.infer.artifact import (  # noqa: E402
+    CONFIG_FILE, METRICS_FILE, collection_error, is_seed_run, missing_artifact_files, runs_inside,
+)
 from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
 
 
@@ -249,14 +251,15 @@ def draw_figures(
         label: attention_case(seeds[0], user, data_path=data_path, seed_label=None if single else seeds[0].name)
         for label, seeds in runs.items() if not missing_artifact_files(seeds[0])
     }
-    out.mkdir(parents=True, exist_ok=True)
     # NDCG@N needs each seed's test ranks: stored, or computed again from its model; a seed with
     # neither (records copied without them) is left out, and the legend counts the seeds drawn
     from awrsr.workflows import TEST_RANKS_FILE
 
-    ranked = {label: [s for s in seeds if (s / TEST_RANKS_FILE).is_file() or not missing_artifact_files(s)]
-              for label, seeds in runs.items()}
-    ranked = {label: seeds for label, seeds in ranked.items() if seeds}
+    ranked = {
+        label: kept for label, seeds in runs.items()
+        if (kept := [s for s in seeds if (s / TEST_RANKS_FILE).is_file() or not missing_artifact_files(s)])
+    }
+    out.mkdir(parents=True, exist_ok=True)
     files = [
         plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png"),
         plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png"),
@@ -279,10 +282,9 @@ def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
         return {directory.name: [directory]}
     if (directory / CONFIG_FILE).is_file():
         raise ArtifactError(f"{directory}: the run has not finished (no {METRICS_FILE} yet)")
-    inside = runs_inside(directory)
     # trial-*/ runs (a tune), or runs that are not a comparison's seeds (a folder of projects):
     # nothing to compare, and different models must never be averaged as if they were seeds
-    if any(run.parent == directory or not run.name.startswith("seed-") for run in inside):
+    if not all(is_seed_run(run, directory) for run in runs_inside(directory)):
         raise collection_error(directory)
     runs = {}
     for variant in _variant_dirs(directory, out):

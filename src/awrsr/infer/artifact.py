@@ -179,6 +179,11 @@ def runs_inside(directory: Path) -> list[Path]:
     return sorted(found, key=lambda run: (not (run / METRICS_FILE).is_file(), str(run)))
 
 
+def is_seed_run(run: Path, directory: Path) -> bool:
+    """Whether ``run`` (found by ``runs_inside(directory)``) is a comparison's <variant>/seed-N/."""
+    return run.parent != directory and run.name.startswith("seed-")
+
+
 def collection_error(directory: Path) -> ArtifactError | None:
     """The error for a ``compare`` or ``tune`` output directory given where one run is expected,
     naming runs inside to pick from; None if ``directory`` holds no runs."""
@@ -187,7 +192,7 @@ def collection_error(directory: Path) -> ArtifactError | None:
         return None
     if (directory / "trials.csv").is_file() or runs[0].name.startswith("trial-"):
         kind = "a tune output directory (one run per trial-*)"
-    elif (directory / "runs.csv").is_file() or all(run.parent != directory and run.name.startswith("seed-") for run in runs):
+    elif (directory / "runs.csv").is_file() or all(is_seed_run(run, directory) for run in runs):
         kind = "a comparison output directory (one run per <variant>/seed-N)"
     else:
         kind = "a directory of runs"
