@@ -138,6 +138,38 @@ def run_lock(run_dir: Path) -> FileLock:
     return FileLock(run_dir.resolve() / RUN_LOCK_FILE, is_singleton=True)
 
 
+def first_missing_folder(path: Path) -> Path | None:
+    """The outermost folder of ``path`` (itself included) that does not exist yet: the one that
+    creating ``path`` creates first. None if ``path`` exists."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            return missing
+        missing = folder
+    return missing
+
+
+def discard_unwritten_run(run_dir: Path, created: Path | None) -> None:
+    """Remove ``run_dir`` if it holds nothing but its lock file, and its parents up to ``created``
+    (the outermost folder this process made for it, see ``first_missing_folder``) while they are
+    empty: a run that failed before writing anything (a bad path, a bad config) leaves no empty
+    folders behind. Nothing is removed when the process created none of them."""
+    if created is None:
+        return
+    try:
+        if [p.name for p in run_dir.iterdir()] != [RUN_LOCK_FILE]:
+            return
+        (run_dir / RUN_LOCK_FILE).unlink()
+        for folder in (run_dir, *run_dir.parents):
+            if any(folder.iterdir()):
+                break
+            folder.rmdir()
+            if folder == created:
+                break
+    except OSError:  # another process began writing there, or removed it already: leave it
+        pass
+
+
 def fit(
     data: DataConfig, model: ModelConfig, train: TrainConfig, evaluation: EvalConfig,
     output_dir: str | Path, frame: Any = None, console: Console | None = None, resume: bool = False,
@@ -155,7 +187,7 @@ def fit(
     check_data_outside_run(data, run_dir)  # even with overwrite: the data must survive the run
     if not resume and not overwrite:
         refuse_foreign_files(run_dir)  # before the lock, which would leave its file in the user's folder
-    created = not run_dir.exists()
+    created = first_missing_folder(run_dir)
     lock = run_lock(run_dir)
     try:
         lock.acquire(blocking=False)
@@ -172,10 +204,8 @@ def fit(
         return result
     finally:
         lock.release()
-        if created and not finished and [p.name for p in run_dir.iterdir()] == [RUN_LOCK_FILE]:
-            # failed before anything was written (a bad path, a bad config): leave no empty run behind
-            (run_dir / RUN_LOCK_FILE).unlink(missing_ok=True)
-            run_dir.rmdir()
+        if not finished:
+            discard_unwritten_run(run_dir, created)
 
 
 # What a run writes into its directory: a fresh fit replaces these names and nothing else.

@@ -167,6 +167,22 @@ def test_an_output_dir_that_is_a_file_is_named_by_compare_tune_and_plot(tmp_path
     assert not (tmp_path / "new").exists()
 
 
+
+def test_a_run_that_fails_before_writing_leaves_none_of_the_folders_it_made(tmp_path):
+    from awrsr.errors import DataError
+
+    base = tmp_path / "base.yaml"
+    base.write_text(f"data: {{path: {tmp_path / 'missing.txt'}}}\ntrain: {{max_epochs: 1}}\n")
+    with pytest.raises(DataError, match="data file not found"):
+        run_compare(str(base), ["simp"], [1], tmp_path / "new" / "c", console=QUIET)
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"  # folders that were there before stay, with what they hold
+    (kept / "c" / "simp").mkdir(parents=True)
+    (kept / "notes.txt").write_text("x")
+    with pytest.raises(DataError):
+        run_compare(str(base), ["simp"], [1], kept / "c", console=QUIET)
+    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*")) == ["c", "c/simp", "notes.txt"]
+
 TINY = [
     "data.synthetic.num_users=80", "data.synthetic.num_items=20", "model.max_len=10",
     "model.hidden_size=8", "model.num_blocks=1", "train.max_epochs=2",

@@ -207,9 +207,9 @@ def test_parts_that_do_not_fit_fail_before_the_data_is_read(tmp_path, monkeypatc
         raise AssertionError("the data was read before the configuration was checked")
 
     monkeypatch.setattr(awrsr.workflows, "load_sequence_data", no_data)
-    cfg = tiny_run_config(tmp_path / "run", **train_options)
+    cfg = tiny_run_config(tmp_path / "runs" / "run", **train_options)
     for key, value in model_options.items():
         setattr(cfg["model"], key, value)
     with pytest.raises(ConfigError, match=expected):
         fit(**cfg, console=QUIET)
-    assert not (tmp_path / "run").exists()  # a fit that failed before writing anything leaves no directory
+    assert not (tmp_path / "runs").exists()  # a fit that failed before writing anything leaves no folder it made

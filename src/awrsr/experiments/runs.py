@@ -69,12 +69,14 @@ def run_or_reuse(
     configuration (see ``finished_run``). An interrupted run (a checkpoint but no metrics)
     continues from its last checkpoint. While another process trains the run, this one waits for
     it and reuses its result, or with ``wait=False`` returns None at once. ``print_test=False``
-    prints validation metrics only (tune)."""
-    from awrsr.workflows import fit, run_lock
+    prints validation metrics only (tune). A run that fails before writing anything leaves none
+    of the folders this call made for it."""
+    from awrsr.workflows import discard_unwritten_run, first_missing_folder, fit, run_lock
 
     resolved, metrics = finished_run(config, options, run_dir)
     if metrics is not None:
         return metrics
+    created = first_missing_folder(run_dir)
     lock = run_lock(run_dir)
     try:
         lock.acquire(blocking=False)
@@ -94,6 +96,7 @@ def run_or_reuse(
         return fit(**{**resolved, "resume": resume, "overwrite": not resume}, console=console, print_test=print_test).metrics
     finally:
         lock.release()
+        discard_unwritten_run(run_dir, created)
 
 
 def run_status(run_dir: Path) -> str:
