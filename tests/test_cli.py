@@ -242,6 +242,23 @@ def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
             assert err.rstrip().endswith("(for the accepted options: awrsr" + (" fit" if args[0] == "fit" else "") + " --help)"), err
 
 
+
+def test_awrsr_debug_shows_what_is_behind_an_error(tmp_path, capsys, monkeypatch):
+    from awrsr.cli import main
+    from awrsr.errors import DataError
+
+    missing = str(tmp_path / "missing.txt")
+    code, _, err = run_cli(capsys, "stats", "--data.path", missing)
+    assert code == 2 and err.startswith("awrsr: error: data file not found")
+    monkeypatch.setenv("AWRSR_DEBUG", "1")
+    with pytest.raises(DataError, match="data file not found"):  # raised, so Python prints its traceback
+        main(["stats", "--data.path", missing])
+    code, _, err = run_cli(capsys, "fit", "--model.refin", "simp")
+    assert code == 2 and "usage:" in err and "(did you mean --model.refine?)" in err  # jsonargparse's own report
+    monkeypatch.setenv("AWRSR_DEBUG", "0")
+    code, _, err = run_cli(capsys, "stats", "--data.path", missing)
+    assert code == 2 and err.startswith("awrsr: error: data file not found")
+
 def test_an_output_dir_that_cannot_be_made_is_one_line_naming_it(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("")

@@ -27,7 +27,7 @@ from awrsr.errors import AwrsrError, ConfigError
 from awrsr.files import user_path
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
-from awrsr.run_config import SuggestingParser
+from awrsr.run_config import SuggestingParser, debugging
 from awrsr.strict_yaml import check_config_files, install_strict_yaml_loader
 from awrsr.train import TrainConfig
 
@@ -393,6 +393,8 @@ def main(argv: Optional[list] = None) -> None:
             allow_abbrev=False, parser_class=SuggestingParser,
         )
     except (AwrsrError, FloatingPointError) as err:  # FloatingPointError: a model whose scores are not finite
+        if debugging():
+            raise
         print(f"awrsr: error: {err}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:  # outside training (reading data, the final evaluation): no traceback either
@@ -405,6 +407,8 @@ def main(argv: Optional[list] = None) -> None:
             pass
         sys.exit(1)
     except OSError as err:  # a directory that cannot be created or written, a full disk: say which path
+        if debugging():
+            raise
         where = f": {err.filename}" if err.filename else ""
         print(f"awrsr: error: {err.strerror or err}{where}", file=sys.stderr)
         sys.exit(2)

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sys
 from argparse import ArgumentError
@@ -38,6 +39,12 @@ def did_you_mean(message: str, parser: ArgumentParser) -> str:
     return f" (did you mean --{close[0]}?)" if close else ""
 
 
+def debugging() -> bool:
+    """Whether errors should show their traceback (``AWRSR_DEBUG=1``, or jsonargparse's own
+    ``JSONARGPARSE_DEBUG``) rather than awrsr's one line."""
+    return any(os.environ.get(name, "") not in ("", "0") for name in ("AWRSR_DEBUG", "JSONARGPARSE_DEBUG"))
+
+
 class SuggestingParser(ArgumentParser):
     """jsonargparse's parser, whose errors about an unknown option name the closest known one."""
 
@@ -45,7 +52,7 @@ class SuggestingParser(ArgumentParser):
         parser = getattr(ex, "subcommand_parser", None) or self
         if "(did you mean" not in message:  # a subcommand's error passes through its parent too
             message += did_you_mean(message, parser)
-        if not self.exit_on_error:
+        if not self.exit_on_error or debugging():  # debugging: jsonargparse prints its usage (and with JSONARGPARSE_DEBUG raises)
             return super().error(message, ex)
         # One line, like every other awrsr error: jsonargparse would print the whole usage
         # (dozens of lines for fit) above it, which buries the message.
