@@ -179,3 +179,15 @@ def test_a_run_killed_after_its_last_epoch_resumes_into_its_evaluation(tmp_path)
     again = fit(**tiny_run_config(run_dir, max_epochs=2, patience=50), console=QUIET, resume=True)
     assert again.metrics["selection"]["epochs_trained"] == 2
     assert again.metrics["test"] == first.metrics["test"]
+
+
+def test_the_progress_bar_counts_epochs_from_one_and_goes_on_after_a_resume(tmp_path, capsys):
+    import re
+
+    run_dir = tmp_path / "run"
+    fit(**tiny_run_config(run_dir, max_epochs=2, patience=50, progress_bar=True), console=QUIET)
+    first = set(re.findall(r"Epoch \d+(?:/\d+)?", capsys.readouterr().out))
+    fit(**tiny_run_config(run_dir, max_epochs=3, patience=50, progress_bar=True), console=QUIET, resume=True)
+    resumed = set(re.findall(r"Epoch \d+(?:/\d+)?", capsys.readouterr().out))
+    assert first == {"Epoch 1/2", "Epoch 2/2"}  # Lightning's own bar says "Epoch 0", then "Epoch 1"
+    assert resumed == {"Epoch 3/3"}

@@ -9,7 +9,7 @@ from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint, TQDMProgressBar
 
 from awrsr.errors import ArtifactError
 
@@ -166,3 +166,19 @@ class InterruptNotice(L.Callback):
         else:
             hint = "no epoch was completed, so there is nothing to resume"
         print(f"\nawrsr: interrupted in epoch {trainer.current_epoch + 1}; {hint}", file=sys.stderr)
+
+
+class EpochProgressBar(TQDMProgressBar):
+    """Lightning's bar, its epochs counted from 1 and out of the budget ("Epoch 30/30"), as every
+    other awrsr output counts them (best epoch, history.csv, interruption notices); Lightning's
+    own says "Epoch 29" for the thirtieth."""
+
+    def on_train_epoch_start(self, trainer: L.Trainer, *args: Any) -> None:
+        # Lightning's body with our description: calling it first would draw "Epoch 29" once.
+        if getattr(self, "_leave", False):
+            self.train_progress_bar = self.init_train_tqdm()
+        total = self.total_train_batches
+        self.train_progress_bar.reset(total=None if total == float("inf") else total)
+        self.train_progress_bar.initial = 0
+        budget = f"/{trainer.max_epochs}" if trainer.max_epochs and trainer.max_epochs > 0 else ""
+        self.train_progress_bar.set_description(f"Epoch {trainer.current_epoch + 1}{budget}")

@@ -22,7 +22,7 @@ from awrsr.eval import EvalConfig, build_eval_batches
 from awrsr.infer.artifact import check_state_matches
 from awrsr.train.batches import training_loader
 from awrsr.train.callbacks import (
-    EpochTimer, GradientNorm, InterruptNotice, RandomState, RelocatableModelCheckpoint, ResumableEarlyStopping,
+    EpochProgressBar, EpochTimer, GradientNorm, InterruptNotice, RandomState, RelocatableModelCheckpoint, ResumableEarlyStopping,
 )
 from awrsr.train.config import TrainConfig
 from awrsr.train.module import SequentialRecommenderModule
@@ -102,6 +102,8 @@ def train_model(
     timer = EpochTimer()
     early_stopping = ResumableEarlyStopping(monitor=monitor, mode="max", patience=train.patience)
     callbacks = [checkpoint, last, timer, GradientNorm(), early_stopping, RandomState(), InterruptNotice(resume_from)]
+    if train.progress_bar:
+        callbacks.append(EpochProgressBar())
     trainer = L.Trainer(
         max_epochs=train.max_epochs,
         max_time=train.max_time,
