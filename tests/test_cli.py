@@ -243,6 +243,17 @@ def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
 
 
 
+
+@pytest.mark.parametrize("args, missing", [
+    (["tune", "base.yaml"], "missing SPACE: the command is awrsr tune BASE_CONFIG SPACE [options]"),
+    (["plot"], "missing DIRECTORY: the command is awrsr plot DIRECTORY [options]"),
+    (["recommend", "--k", "5"], "missing ARTIFACT: the command is awrsr recommend ARTIFACT [options]"),
+])
+def test_a_missing_positional_is_named_as_typed_with_its_command(capsys, args, missing):
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2 and not out
+    assert err == f"awrsr: error: {missing}\n(for the accepted options: awrsr {args[0]} --help)\n"
+
 def test_awrsr_debug_shows_what_is_behind_an_error(tmp_path, capsys, monkeypatch):
     from awrsr.cli import main
     from awrsr.errors import DataError

@@ -39,6 +39,32 @@ def did_you_mean(message: str, parser: ArgumentParser) -> str:
     return f" (did you mean --{close[0]}?)" if close else ""
 
 
+_MISSING = re.compile(r"the following arguments are required: (.+)")
+
+
+def name_missing_arguments(message: str, parser: ArgumentParser) -> tuple[str, ArgumentParser]:
+    """jsonargparse's "the following arguments are required: tune.space" as the user types it
+    ("missing SPACE: the command is awrsr tune BASE_CONFIG SPACE [options]"), and the
+    subcommand's parser, whose --help lists them. Other messages come back unchanged, with
+    ``parser``."""
+    match = _MISSING.search(message)
+    subcommands = getattr(getattr(parser, "_subcommands_action", None), "_name_parser_map", {})
+    if not match:
+        return message, parser
+    names = [name.strip() for name in match.group(1).split(",")]
+    command = names[0].split(".", 1)[0]
+    sub = subcommands.get(command)
+    if sub is None or not all(name.startswith(f"{command}.") for name in names):
+        return message, parser
+    actions = {action.dest: action for action in sub._actions}
+    shown = []
+    for name in (name.removeprefix(f"{command}.") for name in names):
+        action = actions.get(name)
+        shown.append(action.option_strings[0] if action is not None and action.option_strings else name.upper())
+    positionals = [action.dest.upper() for action in sub._actions if not action.option_strings]
+    return f"missing {' and '.join(shown)}: the command is awrsr {command} {' '.join(positionals)} [options]", sub
+
+
 def debugging() -> bool:
     """Whether errors should show their traceback (``AWRSR_DEBUG=1``, or jsonargparse's own
     ``JSONARGPARSE_DEBUG``) rather than awrsr's one line."""
@@ -56,6 +82,7 @@ class SuggestingParser(ArgumentParser):
             return super().error(message, ex)
         # One line, like every other awrsr error: jsonargparse would print the whole usage
         # (dozens of lines for fit) above it, which buries the message.
+        message, parser = name_missing_arguments(message, parser)
         prog = " ".join(["awrsr", *parser.prog.replace(" [options]", "").split()[1:]])  # not "__main__.py"
         sys.stderr.write(f"awrsr: error: {message}\n(for the accepted options: {prog} --help)\n")
         sys.exit(2)
