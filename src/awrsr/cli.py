@@ -236,7 +236,7 @@ def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000, device: str 
         port: the TCP port.
         device: where to score: cpu, cuda, cuda:N, mps, or auto (CUDA, else MPS, else the CPU).
     """
-    from awrsr.infer.server import create_app
+    from awrsr.infer.server import create_app, listening_socket
 
     if not 0 <= port <= 65535:
         raise AwrsrError(f"--port must be in 0..65535, got {port}")
@@ -244,8 +244,13 @@ def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000, device: str 
         import uvicorn
     except ImportError:
         raise AwrsrError("awrsr serve needs FastAPI and uvicorn: pip install 'awrsr[serve]'") from None
-    app = create_app(artifact, device=device)  # a bad artifact or device is a clear error before anything listens
-    uvicorn.run(app, host=host, port=port)
+    sock = listening_socket(host, port)  # a port in use: a clear error before the model loads
+    with sock:
+        app = create_app(artifact, device=device)  # a bad artifact or device is a clear error before anything listens
+        # uvicorn names the address only for sockets it binds itself
+        address = f"[{host}]" if ":" in host else host
+        print(f"serving {artifact} on http://{address}:{sock.getsockname()[1]} (the API at /docs; Ctrl+C stops)")
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port)).run(sockets=[sock])
 
 
 def stats(data: DataConfig = DataConfig()) -> None:

@@ -145,3 +145,22 @@ def test_model_info_leaves_out_where_the_training_file_lies_on_the_server(tmp_pa
     assert answer.status_code == 200 and answer.json()["dataset"]["stats"]["source"] == "ratings.txt"
     assert "alice" not in answer.text and str(tmp_path) not in answer.text
     assert public_dataset_record(None) is None  # runs without a stored dataset record
+
+
+def test_serve_on_a_port_in_use_is_a_clear_error_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    import socket
+
+    import awrsr.infer.server
+    from conftest import run_cli
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded before the port was checked")
+
+    monkeypatch.setattr(awrsr.infer.server, "create_app", no_model)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = run_cli(capsys, "serve", str(tmp_path / "no-model"), "--port", str(port))
+    assert code == 2 and not out
+    assert err == f"awrsr: error: cannot listen on 127.0.0.1:{port}: Address already in use; another process listens there: choose another --port\n"

@@ -18,6 +18,8 @@ at a time, in a worker thread, so that concurrent requests do not oversubscribe 
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path, PurePath
 from typing import Any, Union
 
@@ -83,6 +85,22 @@ def public_dataset_record(dataset: Any) -> Any:
     if isinstance(source, str) and source != "<frame>" and not source.startswith("synthetic("):
         public["stats"] = {**stats, "source": PurePath(source).name}
     return public
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (an IPv6 address where the host holds a colon, as uvicorn
+    decides), for uvicorn to serve on: a port in use or an address this machine lacks is a clear
+    error now, before the model is loaded, rather than uvicorn's log line and exit status 3."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except (OSError, OverflowError) as err:
+        sock.close()
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        hint = "; another process listens there: choose another --port" if getattr(err, "errno", None) == errno.EADDRINUSE else ""
+        raise ConfigError(f"cannot listen on {host}:{port}: {reason}{hint}") from None
+    return sock
 
 
 def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
