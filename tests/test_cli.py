@@ -31,6 +31,10 @@ def test_evaluate_prints_the_metrics_table(trained_run, capsys):
     try:
         code, out, _ = run_cli(capsys, "evaluate", str(trained_run.run_dir), "--split", "valid", "--num_threads", "1")
         assert code == 0 and "NDCG@10" in out and torch.get_num_threads() == 1
+        # the title on one line above the table, not wrapped to the table's width
+        lines = out.splitlines()
+        title = lines[next(i for i, line in enumerate(lines) if line.startswith("┏")) - 1]
+        assert title.startswith(f"{trained_run.run_dir} on ") and title.endswith("(seen items filtered)"), out
     finally:
         torch.set_num_threads(threads)
     code, _, err = run_cli(capsys, "evaluate", str(trained_run.run_dir), "--num_threads", "0")

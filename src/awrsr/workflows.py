@@ -118,8 +118,10 @@ def protocol_record(evaluation: EvalConfig, split: LeaveOneOutSplit) -> dict[str
 
 
 def print_results(console: Console, columns: dict[str, dict[str, float]], ks: list[int], title: str) -> None:
-    """A table with one row per metric and one column per result (fits an 80-column terminal)."""
-    table = Table(title=title)
+    """``title`` on its own line, then a table with one row per metric and one column per result
+    (fits an 80-column terminal; a title inside the table would wrap to the table's width)."""
+    console.print(title, markup=False, soft_wrap=True)
+    table = Table()
     table.add_column("metric")
     for label in columns:
         table.add_column(label, justify="right")
