@@ -185,6 +185,12 @@ def fit(
     never deletes a model before its replacement exists. Two processes never train into one
     directory: the second gets a clear error. ``print_test=False`` prints validation metrics only
     (tuning selects on validation; the test scores are still recorded in metrics.json)."""
+    for name, part, kind in (("data", data, DataConfig), ("model", model, ModelConfig), ("train", train, TrainConfig),
+                             ("evaluation", evaluation, EvalConfig)):
+        if not isinstance(part, kind):  # fit(ModelConfig(), DataConfig(), ...) would fail in an attribute lookup
+            raise ConfigError(f"fit: {name} must be a {kind.__name__}, got {type(part).__name__}")
+    if frame is not None and data.path is not None:  # the run's record would name a file it never read
+        raise ConfigError(f"fit: give data.path ({data.path}) or a frame, not both")
     run_dir = output_directory(output_dir, needs="a run needs a directory")
     check_data_outside_run(data, run_dir)  # even with overwrite: the data must survive the run
     if not resume and not overwrite:

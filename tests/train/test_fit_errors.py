@@ -213,3 +213,21 @@ def test_parts_that_do_not_fit_fail_before_the_data_is_read(tmp_path, monkeypatc
     with pytest.raises(ConfigError, match=expected):
         fit(**cfg, console=QUIET)
     assert not (tmp_path / "runs").exists()  # a fit that failed before writing anything leaves no folder it made
+
+
+def test_fit_from_python_refuses_swapped_parts_a_forgotten_source_and_two_sources(tmp_path):
+    import polars as pl
+
+    from awrsr.data import DataConfig
+    from awrsr.models import ModelConfig
+
+    cfg = tiny_run_config(tmp_path / "run")
+    with pytest.raises(ConfigError, match="^fit: data must be a DataConfig, got ModelConfig$"):
+        fit(**{**cfg, "data": ModelConfig(), "model": cfg["data"]}, console=QUIET)
+    # column names for a file or frame, but neither given: never the synthetic data in their place
+    with pytest.raises(ConfigError, match="^data.user_col, data.time_col set, but there is no data.path and no frame"):
+        fit(**{**cfg, "data": DataConfig(user_col="customer", time_col="ts")}, console=QUIET)
+    frame = pl.DataFrame({"user_id": [1, 1, 1], "item_id": [1, 2, 3]})
+    with pytest.raises(ConfigError, match=r"^fit: give data.path \(events.csv\) or a frame, not both$"):
+        fit(**{**cfg, "data": DataConfig(path="events.csv")}, frame=frame, console=QUIET)
+    assert not (tmp_path / "run").exists()

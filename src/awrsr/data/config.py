@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from awrsr.config_types import check_field_types
 from awrsr.errors import ConfigError
 
 Format = Literal["auto", "whitespace", "movielens", "csv", "tsv", "parquet"]
@@ -53,6 +54,7 @@ class SyntheticConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_field_types(self, "data.synthetic")  # numpy integers become int
         p = "data.synthetic."
         _check_int(p + "num_users", self.num_users, 1)
         _check_int(p + "num_items", self.num_items, 2)
@@ -105,6 +107,7 @@ class DataConfig:
         _check_int("data.min_item_interactions", self.min_item_interactions, 0)
         if isinstance(self.path, os.PathLike):  # a pathlib.Path from Python code
             self.path = os.fspath(self.path)
+        check_field_types(self, "data")
         if self.path is not None and (not isinstance(self.path, str) or not self.path.strip()):
             raise ConfigError(f"data.path must be a non-empty path or null, got {self.path!r}")
         for name in ("user_col", "item_col"):

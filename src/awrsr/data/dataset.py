@@ -15,7 +15,7 @@ from awrsr.data.readers import read_interactions
 from awrsr.data.sequences import Sequences
 from awrsr.data.synthetic import make_synthetic_interactions
 from awrsr.data.vocab import Vocabulary
-from awrsr.errors import DataError
+from awrsr.errors import ConfigError, DataError
 
 _HASH_VERSION = b"awrsr-sequence-data-v1\0"  # bump if the hashed layout ever changes
 
@@ -134,6 +134,21 @@ def _stats(source: str, pre: Preprocessed, config: DataConfig) -> DatasetStats:
     )
 
 
+_READING_OPTIONS = ("format", "user_col", "item_col", "time_col", "separator", "has_header")
+
+
+def check_reading_options_unused(config: DataConfig) -> None:
+    """A ConfigError if ``config`` sets how to read a file or frame but names neither: forgetting
+    ``path`` (or a frame) must not train on the synthetic data in their place."""
+    default = DataConfig()
+    set_options = [f"data.{name}" for name in _READING_OPTIONS if getattr(config, name) != getattr(default, name)]
+    if set_options:
+        raise ConfigError(
+            f"{', '.join(set_options)} set, but there is no data.path and no frame to read: give the file "
+            "(data.path) or, from Python, the frame (frame=...); without either awrsr uses its synthetic data"
+        )
+
+
 def load_sequence_data(config: DataConfig, frame: Any = None) -> SequenceData:
     """Read, clean and index interactions as ``config`` says.
 
@@ -150,6 +165,7 @@ def load_sequence_data(config: DataConfig, frame: Any = None) -> SequenceData:
     elif config.path is not None:
         source, interactions = config.path, read_interactions(config.path, config)
     else:
+        check_reading_options_unused(config)
         syn = config.synthetic
         source = "synthetic(" + ", ".join(f"{k}={v}" for k, v in asdict(syn).items()) + ")"
         interactions = make_synthetic_interactions(syn)

@@ -3,6 +3,7 @@
 
 from dataclasses import dataclass, field
 
+from awrsr.config_types import check_field_types
 from awrsr.errors import ConfigError
 
 
@@ -21,6 +22,7 @@ class EvalConfig:
     batch_size: int = 256  # users per evaluation batch
 
     def __post_init__(self) -> None:
+        check_field_types(self, "evaluation")
         if not self.ks or any(k < 1 for k in self.ks):
             raise ConfigError(f"evaluation.ks must be a non-empty list of integers >= 1, got {self.ks}")
         self.ks = sorted(set(self.ks))

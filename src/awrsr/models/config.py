@@ -4,6 +4,7 @@
 from dataclasses import dataclass
 from typing import Literal
 
+from awrsr.config_types import check_field_types
 from awrsr.errors import ConfigError
 
 
@@ -70,6 +71,7 @@ class ModelConfig:
     ac_lite: bool = False  # calibrated attention: serve without the calibrators (AC-SASRec-lite)
 
     def __post_init__(self) -> None:
+        check_field_types(self, "model")
         for field_name in ("max_len", "hidden_size", "num_heads", "num_blocks"):
             value = getattr(self, field_name)
             if value < 1:

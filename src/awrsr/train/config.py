@@ -4,6 +4,7 @@
 from dataclasses import dataclass
 from typing import Literal
 
+from awrsr.config_types import check_field_types
 from awrsr.errors import ConfigError
 
 # Negatives per position when train.num_negatives is left unset.
@@ -62,6 +63,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         from awrsr.nn.losses import LOSSES
+
+        check_field_types(self, "train")
 
         if self.loss not in LOSSES:
             raise ConfigError(f"train.loss: unknown loss {self.loss!r}; known: {', '.join(LOSSES.names())}")

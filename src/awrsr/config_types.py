@@ -1,0 +1,91 @@
+"""Type checks for the configuration dataclasses, for configs built in Python.
+
+jsonargparse checks every value's type on the command line and in YAML files; a dataclass built
+in Python (``ModelConfig(refine_per_head="no")``) is checked by nobody, so a wrong type would be
+misread silently (the string "no" is true) or fail deep inside torch (``max_len=20.0``).
+``check_field_types`` checks each field against its annotation and names the field as a config
+file spells it. Integers given as numpy integers, and integers given for float fields, are
+converted; nothing else is.
+"""
+
+from __future__ import annotations
+
+import numbers
+import types
+import typing
+from dataclasses import fields
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from awrsr.errors import ConfigError
+
+
+def _describe(hint: Any) -> str:
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin in (Union, types.UnionType):
+        return " or ".join("null" if a is type(None) else _describe(a) for a in args)
+    if origin is list:
+        return f"a list of {_describe(args[0]).removeprefix('an ').removeprefix('a ')}s" if args else "a list"
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _converted(value: Any, hint: Any) -> Any:
+    """``value`` as the annotation ``hint`` allows it (numpy integers as int, integers as float
+    where a float is wanted), or ``_Mismatch``. Annotations this module does not know pass."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any or hint is typing.Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _converted(value, arg)
+            except _Mismatch:
+                continue
+        raise _Mismatch
+    if origin is Literal:
+        if isinstance(value, str) and value in args:
+            return value
+        raise _Mismatch
+    if origin is list:
+        if not isinstance(value, (list, tuple)):
+            raise _Mismatch
+        return [_converted(item, args[0]) for item in value] if args else list(value)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise _Mismatch
+    if hint is int:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        raise _Mismatch
+    if hint is float:
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return float(value) if isinstance(value, numbers.Integral) else value
+        raise _Mismatch
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise _Mismatch
+    return value  # a nested config or another type: its own checks apply
+
+
+def check_field_types(config: Any, section: str) -> None:
+    """A ConfigError naming ``section.field`` if a field of the dataclass ``config`` holds a value
+    its annotation does not allow; numpy integers (and integers for floats) are converted in place."""
+    hints = get_type_hints(type(config))
+    for field in fields(config):
+        value = getattr(config, field.name)
+        hint = hints.get(field.name, Any)
+        try:
+            converted = _converted(value, hint)
+        except _Mismatch:
+            raise ConfigError(f"{section}.{field.name} must be {_describe(hint)}, got {value!r}") from None
+        if converted is not value:
+            setattr(config, field.name, converted)

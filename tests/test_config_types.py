@@ -1,0 +1,35 @@
+"""Configs built in Python get the type checks that jsonargparse gives the command line."""
+
+import numpy as np
+import pytest
+
+from awrsr.data import DataConfig
+from awrsr.errors import ConfigError
+from awrsr.eval import EvalConfig
+from awrsr.models import ModelConfig
+from awrsr.train import TrainConfig
+
+
+@pytest.mark.parametrize("make, message", [
+    # a string is truthy: "no" would have built per-head matrices
+    (lambda: ModelConfig(refine="simp", refine_per_head="no"), "model.refine_per_head must be true or false, got 'no'"),
+    (lambda: ModelConfig(max_len=20.0), "model.max_len must be an integer, got 20.0"),  # torch would fail deep inside
+    (lambda: ModelConfig(num_blocks=True), "model.num_blocks must be an integer, got True"),
+    (lambda: ModelConfig(refine_scale="Head"), "model.refine_scale must be one of 'head', 'length', got 'Head'"),
+    (lambda: ModelConfig(refine_blocks=[0, 1.5]), r"model.refine_blocks must be a list of integers or null, got \[0, 1.5\]"),
+    (lambda: ModelConfig(position_embedding="yes"), "model.position_embedding must be true or false or null, got 'yes'"),
+    (lambda: TrainConfig(lr="1e-3"), "train.lr must be a number, got '1e-3'"),
+    (lambda: EvalConfig(ks=10), "evaluation.ks must be a list of integers, got 10"),
+    (lambda: EvalConfig(filter_seen="false"), "evaluation.filter_seen must be true or false, got 'false'"),
+    (lambda: DataConfig(path=3), "data.path must be a string or null, got 3"),
+])
+def test_a_wrong_type_is_a_config_error_naming_the_field(make, message):
+    with pytest.raises(ConfigError, match=f"^{message}$"):
+        make()
+
+
+def test_numpy_integers_and_integers_for_floats_are_taken():
+    model = ModelConfig(max_len=np.int64(30), dropout=0)
+    assert type(model.max_len) is int and model.max_len == 30 and type(model.dropout) is float
+    assert TrainConfig(lr=1).lr == 1.0 and EvalConfig(ks=(5, np.int32(1))).ks == [1, 5]
+    assert type(DataConfig(synthetic={"num_users": np.int32(9)}).synthetic.num_users) is int
