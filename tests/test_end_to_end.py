@@ -93,10 +93,27 @@ def test_unknown_items_are_a_clear_error_or_skipped_on_request(trained_run):
     # in a batch, the error names the history it is about
     with pytest.raises(UnknownItemError, match=r"^histories\[1\]: unknown item id\(s\): 999$"):
         rec.recommend_many([[1], [2, 999]], k=3)
-    with pytest.raises(ConfigError, match=r"histories\[0\]: no known item id"):
-        rec.recommend_many([[999], [1]], k=3, unknown="ignore")
+    # ignored: a history with no known id gets nothing, and fails neither the batch nor the others
+    assert rec.recommend_many([[999], [1]], k=3, unknown="ignore") == [[], rec.recommend([1], k=3)]
+    with pytest.raises(ConfigError, match=r"^no known item id to recommend from \(unknown item id\(s\): 999, 'x'\)$"):
+        rec.recommend([999, "x"], k=3, unknown="ignore")  # alone, there is nothing to recommend from
     with pytest.raises(ConfigError, match=r"histories\[1\]: a history needs at least one item id"):
         rec.recommend_many([[1], []], k=3)
+    with pytest.raises(ConfigError, match="^unknown must be 'error' or 'ignore', got 'skip'$"):  # not a silent ignore
+        rec.recommend([1, 999], k=3, unknown="skip")
+    assert rec.recommend_many([], k=3) == []
+
+
+def test_recommender_arguments_of_the_wrong_type_are_clear_errors(trained_run):
+    rec = Recommender.load(trained_run.run_dir)
+    for k in (2.5, "5", True, 0):
+        with pytest.raises(ConfigError, match="^k must be an integer >= 1, got "):
+            rec.recommend([1, 2], k=k)
+    with pytest.raises(ConfigError, match="^history is a list of item ids, oldest first; got str '12'$"):
+        rec.recommend("12", k=3)  # not the history [1, 2], nor ["12"]
+    with pytest.raises(ConfigError, match=r"^histories\[1\] is a list of item ids, oldest first; got int 7$"):
+        rec.recommend_many([[1], 7], k=3)
+    assert rec.recommend((x for x in [1, 2]), k=3) == rec.recommend([1, 2], k=3)  # any iterable of ids
 
 
 def test_excluded_items_are_never_recommended_and_the_rest_keep_their_order(trained_run):

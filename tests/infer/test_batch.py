@@ -78,8 +78,10 @@ def test_exclusions_seen_items_and_a_k_beyond_the_catalogue(recommender, log_fil
 def test_unknown_items_are_an_error_naming_the_file_unless_ignored(recommender, tmp_path):
     log = tmp_path / "new.csv"
     pl.DataFrame({"user_id": ["a", "a", "b", "c"], "item_id": [1, 99999, 99998, 2]}).write_csv(log)
-    with pytest.raises(DataError, match=r"new.csv: 2 interaction\(s\) name 2 item id\(s\).*99999, 99998.*ignore_unknown"):
+    with pytest.raises(DataError, match=r"new.csv: 2 interaction\(s\) name 2 item id\(s\).*99999, 99998.*unknown=\"ignore\""):
         recommend_log(recommender, log, DataConfig(path=str(log)))
+    with pytest.raises(ConfigError, match="^unknown must be 'error' or 'ignore', got 'skip'$"):  # never a silent ignore
+        recommend_log(recommender, log, DataConfig(path=str(log)), unknown="skip")
     result = recommend_log(recommender, log, DataConfig(path=str(log)), k=2, unknown="ignore")
     assert result.skipped_users == ["b"] and result.users == 2
     assert result.unknown_interactions == 2 and result.unknown_items == [99999, 99998]
@@ -140,6 +142,14 @@ def test_cli_scores_a_log_into_a_file(trained_run, log_file, tmp_path, capsys):
     assert frame.height == 9 and not {1, 2} & set(frame.get_column("item").to_list())
     code, stdout, _ = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log_file), "--k", "2")
     assert code == 0 and stdout.splitlines()[0] == "user,rank,item,score" and len(stdout.splitlines()) == 7
+
+
+
+def test_cli_names_its_own_option_for_unknown_items(trained_run, tmp_path, capsys):
+    log = tmp_path / "new.csv"
+    pl.DataFrame({"user_id": ["a", "a"], "item_id": [1, 99999]}).write_csv(log)
+    code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log))
+    assert code == 2 and stderr.rstrip().endswith("Skip them with --ignore_unknown true.") and "unknown=" not in stderr
 
 
 @pytest.mark.parametrize(

@@ -60,6 +60,8 @@ def read_user_histories(
 
     An item the model does not know is an error naming how many there are, unless ``unknown`` is
     "ignore": then those interactions are left out, and users left with nothing are reported."""
+    if unknown not in ("error", "ignore"):  # a misspelt "error" must not drop interactions silently
+        raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
     where = f"{source}: " if isinstance(source, (str, Path)) else ""
     frame = drop_duplicates(sort_chronologically(read_interactions(source, data)), data.duplicates)
     keys = [str(x) for x in vocab.ids]
@@ -74,7 +76,7 @@ def read_user_histories(
         raise DataError(
             f"{where}{unknown_rows.height} interaction(s) name {len(unknown_items)} item id(s) the model does not "
             f"know ({examples}); items dropped by the k-core filter at training time are unknown too. "
-            "Skip them with ignore_unknown (--ignore_unknown true)."
+            "Skip them with unknown=\"ignore\" (awrsr recommend: --ignore_unknown true)."
         )
     all_users = frame.get_column("user").unique(maintain_order=True)
     known = frame.filter(pl.col("index") > 0)
@@ -136,11 +138,12 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
         raise ConfigError(f"the model's stored data settings: {err}") from None
 
 
-# The reading options' names in ``awrsr recommend``, for errors raised while reading a log.
+# The reading options' names in ``awrsr recommend``, for errors raised while reading a log
+# (and the option that skips unknown items, which Python spells unknown="ignore").
 _OPTION_NAMES = {
     "data.path": "--input", "data.format": "--input_format", "data.time_col": "--time_col",
     "data.user_col": "--user_col", "data.item_col": "--item_col", "data.has_header": "--has_header",
-    "data.separator": "--separator",
+    "data.separator": "--separator", 'unknown="ignore" (awrsr recommend: --ignore_unknown true)': "--ignore_unknown true",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 from typing import Iterable, Literal, NamedTuple, Sequence
 
@@ -70,7 +71,12 @@ class Recommender:
         self, history: Sequence[int | str], k: int = 10, exclude_seen: bool = True,
         unknown: Literal["error", "ignore"] = "error", exclude: Iterable[int | str] = (),
     ) -> list[Recommendation]:
-        """The k best next items after ``history`` (oldest first), best first."""
+        """The k best next items after ``history`` (oldest first), best first. An id the model
+        does not know is an error, or with ``unknown="ignore"`` left out (a history left with
+        none is still an error: there is nothing to recommend from)."""
+        history = as_history(history)
+        if unknown == "ignore" and len(history) and not any(x in self.vocab for x in history):
+            raise ConfigError(f"no known item id to recommend from ({UnknownItemError(list(history))})")
         return self.recommend_many([history], k=k, exclude_seen=exclude_seen, unknown=unknown, exclude=exclude)[0]
 
     @torch.no_grad()
@@ -81,22 +87,36 @@ class Recommender:
         """Top-k for each history. An error names the history it is about (``histories[i]: ...``)
         when there are several.
 
-        ``exclude`` lists item ids never to recommend (sold out, blocked) to any of the histories;
-        ids the model does not know are skipped, since it cannot recommend them anyway."""
-        encoded = []
+        An id the model does not know is an error, or with ``unknown="ignore"`` left out; a
+        history left with no known id then gets no recommendations (``[]``), so that one such
+        user does not fail the others (as batch scoring of a log skips them). ``exclude`` lists
+        item ids never to recommend (sold out, blocked) to any of the histories; ids the model
+        does not know are skipped, since it cannot recommend them anyway."""
+        if unknown not in ("error", "ignore"):  # a misspelt "error" must not drop ids silently
+            raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
+        if isinstance(histories, (str, bytes)):
+            raise ConfigError("histories is a list of histories, each a list of item ids; got a string")
+        histories = [as_history(history, f"histories[{i}]") for i, history in enumerate(histories)]
+        encoded, kept = [], []
         for i, history in enumerate(histories):
             where = f"histories[{i}]: " if len(histories) > 1 else ""
             if not len(history):
                 raise ConfigError(f"{where}a history needs at least one item id")
+            if unknown == "ignore" and not any(x in self.vocab for x in history):
+                continue
             encoded.append(self._encode(history, unknown, where))
+            kept.append(i)
+        results: list[list[Recommendation]] = [[] for _ in histories]
+        if not kept:
+            check_k(k)
+            return results
         lengths = np.array([len(e) for e in encoded], dtype=np.int64)
         rows = Sequences(np.concatenate([[0], np.cumsum(lengths)]), np.concatenate(encoded))
         cols, scores = self.top_k(rows, k, exclude_seen, exclude)
-        results = []
-        for row_cols, row_scores in zip(cols.tolist(), scores.tolist()):
+        for i, row_cols, row_scores in zip(kept, cols.tolist(), scores.tolist()):
             valid = [(c, s) for c, s in zip(row_cols, row_scores) if s != float("-inf")]
             items = self.vocab.decode([c + 1 for c, _ in valid]) if valid else []
-            results.append([Recommendation(i, s) for i, (_, s) in zip(items, valid)])
+            results[i] = [Recommendation(item, score) for item, (_, score) in zip(items, valid)]
         return results
 
     @torch.no_grad()
@@ -110,10 +130,9 @@ class Recommender:
         window that holds it."""
         if isinstance(exclude, (str, bytes)):
             raise ConfigError("exclude takes a list of item ids, not a single string")
-        if k < 1:
-            raise ConfigError(f"k must be >= 1, got {k}")
-        if batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        check_k(k)
+        if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         excluded = [x for x in exclude if x in self.vocab]
         excluded_cols = torch.from_numpy(self.vocab.encode(excluded) - 1).to(self.device) if excluded else None
         k = min(k, len(self.vocab))
@@ -143,7 +162,19 @@ class Recommender:
         except UnknownItemError as err:
             if unknown == "error":
                 raise UnknownItemError(err.unknown, where=where) from None
-            if len(err.unknown) == len(history):
-                raise ConfigError(f"{where}no known item id to recommend from ({err})") from None
             missing = {str(x) for x in err.unknown}
             return self.vocab.encode([x for x in history if str(x) not in missing])
+
+
+def check_k(k: object) -> None:
+    """A ConfigError unless ``k`` is an integer >= 1 (True is not 1, "5" is not 5)."""
+    if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
+        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+
+
+def as_history(history: object, name: str = "history") -> Sequence[int | str]:
+    """``history`` as a sequence of item ids: a list, tuple or array as it is, any other iterable
+    (a generator) as a list; a single string or number is a ConfigError, not a history."""
+    if isinstance(history, (str, bytes, numbers.Number)) or not isinstance(history, Iterable):
+        raise ConfigError(f"{name} is a list of item ids, oldest first; got {type(history).__name__} {history!r:.60}")
+    return history if isinstance(history, (Sequence, np.ndarray)) else list(history)

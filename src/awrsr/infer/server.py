@@ -128,39 +128,26 @@ def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
         if too_long:
             raise ConfigError(f"histories[{too_long[0]}]: at most {MAX_HISTORY:,} item ids per history")
 
-    def top_k(histories: list[list[ItemId]], options: Options) -> list[Recommendations]:
+    def top_k(histories: list[list[ItemId]], options: Options, single: bool = False) -> list[Recommendations]:
         check_limits(histories, options)
         # The Recommender names the history an unknown id or an empty history is in, and refuses
-        # non-finite scores (FloatingPointError: a 500 below).
-        found = recommender.recommend_many(
-            histories, k=options.k, exclude_seen=not options.include_seen,
+        # non-finite scores (FloatingPointError: a 500 below). With ignore_unknown, a batch's
+        # history with no known id gets no items rather than failing the batch for every other
+        # user; a single such history is a 422, as there is nothing to recommend from.
+        asked = dict(
+            k=options.k, exclude_seen=not options.include_seen,
             unknown="ignore" if options.ignore_unknown else "error", exclude=options.exclude,
         )
+        found = [recommender.recommend(histories[0], **asked)] if single else recommender.recommend_many(histories, **asked)
         return [Recommendations(items=[Item(item=r.item, score=r.score) for r in recs]) for recs in found]
 
     @app.post("/recommend", response_model=Recommendations)
     async def recommend(request: RecommendRequest) -> Recommendations:
-        return (await anyio.to_thread.run_sync(top_k, [request.history], request, limiter=scoring))[0]
-
-    def top_k_batch(histories: list[list[ItemId]], options: Options) -> list[Recommendations]:
-        # With ignore_unknown, a history with no known id gets no items rather than failing the
-        # batch for every other user (as batch scoring of a log skips such users).
-        if not options.ignore_unknown:
-            return top_k(histories, options)
-        check_limits(histories, options)  # errors name the request's own indices, not the subset's
-        empty = next((i for i, history in enumerate(histories) if not history), None)
-        if empty is not None:
-            raise ConfigError(f"histories[{empty}]: a history needs at least one item id")
-        known = [i for i, history in enumerate(histories) if any(x in recommender.vocab for x in history)]
-        results = [Recommendations(items=[]) for _ in histories]
-        if known:
-            for i, found in zip(known, top_k([histories[i] for i in known], options)):
-                results[i] = found
-        return results
+        return (await anyio.to_thread.run_sync(top_k, [request.history], request, True, limiter=scoring))[0]
 
     @app.post("/recommend/batch", response_model=BatchRecommendations)
     async def recommend_batch(request: BatchRequest) -> BatchRecommendations:
-        return BatchRecommendations(results=await anyio.to_thread.run_sync(top_k_batch, request.histories, request, limiter=scoring))
+        return BatchRecommendations(results=await anyio.to_thread.run_sync(top_k, request.histories, request, limiter=scoring))
 
     info: dict[str, Any] = {
         "name": artifact.directory.name,
