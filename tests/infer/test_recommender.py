@@ -1,6 +1,13 @@
 """The Recommender's own guarantees, against hand-worked expectations rather than against itself."""
 
+import numpy as np
+import pytest
+import torch
+
+from awrsr.data import Vocabulary
+from awrsr.errors import UnknownItemError
 from awrsr.infer import Recommender
+from awrsr.models import ModelConfig, build_model
 
 
 def test_items_seen_before_the_window_are_never_recommended(trained_run):
@@ -9,3 +16,32 @@ def test_items_seen_before_the_window_are_never_recommended(trained_run):
     top = rec.recommend(history, k=50)
     # every item of the history is filtered, also the 10 older than the window: 20 are left
     assert len(top) == 20 and {r.item for r in top} == set(range(31, 51))
+
+
+@pytest.mark.parametrize("options", [
+    {"refine": "simp"},
+    {"name": "bert4rec", "refine": "value", "refine_value_form": "literal"},
+    {"name": "stosa", "attention": "wasserstein", "refine": "stoc"},
+])
+def test_attention_maps_are_the_models_weights_over_the_real_positions(options):
+    model = build_model(ModelConfig(max_len=6, hidden_size=8, num_heads=2, num_blocks=2, **options), 9)
+    rec = Recommender(model, Vocabulary([f"i{x}" for x in range(1, 10)]), max_len=6)
+    history = ["i3", "i1", "i7", "i2", "i9", "i4", "i5", "i8"]  # 8 ids: the model reads the last 6
+    maps = rec.attention(history)
+    bert = options.get("name") == "bert4rec"
+    expected_items = history[-5:] + ["[mask]"] if bert else history[-6:]  # BERT4Rec asks with an appended [mask]
+    assert maps.items == expected_items
+    assert maps.base.shape == maps.refined.shape == (2, 2, 6, 6)
+    np.testing.assert_allclose(maps.base.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(maps.refined.sum(-1), 1.0, atol=1e-5)
+    if not bert:  # causal: nothing right of the diagonal
+        assert np.all(np.triu(maps.base, k=1) == 0) and np.all(np.triu(maps.refined, k=1) == 0)
+    assert maps.is_refined
+    with torch.no_grad():  # the same numbers as the model's own weights
+        inputs = model.next_inputs(torch.from_numpy(rec.vocab.encode(history[-6:])).unsqueeze(0))
+        weights = model.encode(inputs, need_weights=True)[1]
+    np.testing.assert_array_equal(maps.refined[1], weights[1].refined[0].numpy())
+    shorter = rec.attention(["i3", "x", "i1"], unknown="ignore")  # padding is left out, unknown ids skipped
+    assert shorter.items == (["i3", "i1", "[mask]"] if bert else ["i3", "i1"])
+    with pytest.raises(UnknownItemError, match="'x'"):
+        rec.attention(["i3", "x"])

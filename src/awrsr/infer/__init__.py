@@ -2,9 +2,10 @@
 
 from awrsr.infer.artifact import LoadedArtifact, load_artifact, save_artifact
 from awrsr.infer.batch import LogRecommendations, recommend_log, write_recommendations
-from awrsr.infer.recommender import Recommendation, Recommender
+from awrsr.infer.recommender import AttentionMaps, Recommendation, Recommender
 
 __all__ = [
+    "AttentionMaps",
     "LoadedArtifact",
     "LogRecommendations",
     "Recommendation",

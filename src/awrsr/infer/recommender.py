@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Literal, NamedTuple, Sequence
 
@@ -40,6 +41,26 @@ def resolve_device(device: str | torch.device) -> torch.device:
 class Recommendation(NamedTuple):
     item: int | str  # original item id
     score: float
+
+
+@dataclass
+class AttentionMaps:
+    """What each attention layer of a model does with one history, for its real positions only.
+
+    ``items`` labels the rows (queries) and columns (keys), oldest first: the history's last
+    ``max_len`` item ids, and for BERT4Rec the "[mask]" it appends to ask for the next item.
+    ``base[layer, head]`` is A, the attention weights after the masked softmax (n x n; a causal
+    model's row i is zero right of column i); ``refined[layer, head]`` is B, the matrix actually
+    multiplied into the values (equal to A in a block that is not refined). Rows sum to one."""
+
+    items: list
+    base: np.ndarray  # (layers, heads, n, n) float32
+    refined: np.ndarray  # (layers, heads, n, n) float32
+
+    @property
+    def is_refined(self) -> bool:
+        """Whether any layer's B differs from its A."""
+        return not np.array_equal(self.base, self.refined)
 
 
 class Recommender:
@@ -118,6 +139,31 @@ class Recommender:
             items = self.vocab.decode([c + 1 for c, _ in valid]) if valid else []
             results[i] = [Recommendation(item, score) for item, (_, score) in zip(items, valid)]
         return results
+
+    @torch.no_grad()
+    def attention(self, history: Sequence[int | str], unknown: Literal["error", "ignore"] = "error") -> AttentionMaps:
+        """The base attention A and refined weights B of every layer and head while the model
+        reads ``history`` (oldest first) to predict its next item (see ``AttentionMaps``). Only
+        the last ``max_len`` items are read; unknown ids as in ``recommend``."""
+        if unknown not in ("error", "ignore"):
+            raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
+        history = as_history(history)
+        if not len(history):
+            raise ConfigError("a history needs at least one item id")
+        if unknown == "ignore" and not any(x in self.vocab for x in history):
+            raise ConfigError(f"no known item id to read ({UnknownItemError(list(history))})")
+        encoded = self._encode(history, unknown)[-self.max_len:]
+        padded = np.zeros((1, self.max_len), dtype=np.int64)
+        padded[0, self.max_len - len(encoded):] = encoded
+        inputs = self.model.next_inputs(torch.from_numpy(padded).to(self.device))
+        _, weights = self.model.encode(inputs, need_weights=True)
+        real = inputs[0] > 0
+        n = int(real.sum())
+        read = inputs[0, -n:].tolist()
+        items = [self.vocab.decode([i])[0] if 1 <= i <= len(self.vocab) else "[mask]" for i in read]
+        base = torch.stack([w.base[0, :, -n:, -n:] for w in weights]).float().cpu().numpy()
+        refined = torch.stack([w.refined[0, :, -n:, -n:] for w in weights]).float().cpu().numpy()
+        return AttentionMaps(items, base, refined)
 
     @torch.no_grad()
     def top_k(

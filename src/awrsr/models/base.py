@@ -96,9 +96,14 @@ class SequenceBackbone(nn.Module):
         seq[1:] (B, n). Other objectives (Cloze) override."""
         return next_item_example(sequences)
 
+    def next_inputs(self, input_ids: Tensor) -> Tensor:
+        """What the model reads to predict the item after each history (B, n): the history itself
+        by default; BERT4Rec appends its [mask]."""
+        return input_ids
+
     def next_hidden(self, input_ids: Tensor) -> Tensor:
         """The hidden state (B, k) that scores the item following each history (B, n)."""
-        return self.forward(input_ids)[:, -1]
+        return self.forward(self.next_inputs(input_ids))[:, -1]
 
     def score_next(self, input_ids: Tensor) -> Tensor:
         """Scores (B, num_items) of the next item after each history in ``input_ids`` (B, n)."""

@@ -38,11 +38,12 @@ class BERT4Rec(SASRec):
         masked[:, -1] |= ~masked.any(dim=1) & real[:, -1]
         return sequence.masked_fill(masked, self.mask_id), sequence * masked
 
-    def next_hidden(self, input_ids: Tensor) -> Tensor:
-        """The output at a [mask] appended after each history; a full window drops its oldest item."""
+    def next_inputs(self, input_ids: Tensor) -> Tensor:
+        """Each history with a [mask] appended, whose output scores the next item; a full window
+        drops its oldest item."""
         mask = torch.full_like(input_ids[:, :1], self.mask_id)
         history = input_ids[:, 1:] if input_ids.shape[1] == self.max_len else input_ids
-        return self.forward(torch.cat([history, mask], dim=1))[:, -1]
+        return torch.cat([history, mask], dim=1)
 
 
 @MODELS.register("bert4rec")
