@@ -28,8 +28,13 @@ def registered_combinations() -> list[tuple[str, str, str]]:
     return compatible_combinations()
 
 
-def build_tiny(name: str, attention: str, refine: str, **overrides):
-    """A small model of the given parts, or skip if the parts are declared incompatible."""
+def build_tiny(name: str, attention: str, refine: str, parameters: str = "initial", **overrides):
+    """A small model of the given parts, or skip if the parts are declared incompatible.
+
+    ``parameters="random"`` moves every parameter away from its initialisation (Gaussian noise,
+    std 0.3): a part that starts at an identity or at zero (a refinement matrix at I, a bias at
+    0) shows at initialisation nothing of what its trained parameters do, so an invariant checked
+    only there could not catch a leak that opens as the part learns."""
     values = dict(
         name=name, attention=attention, refine=refine, max_len=8, hidden_size=16, num_heads=2,
         num_blocks=2, dropout=0.1,
@@ -38,9 +43,36 @@ def build_tiny(name: str, attention: str, refine: str, **overrides):
     try:
         cfg = ModelConfig(**values)
         torch.manual_seed(0)
-        return build_model(cfg, num_items=20)
+        model = build_model(cfg, num_items=20)
     except ConfigError as err:
         pytest.skip(f"incompatible parts: {err}")
+    if parameters == "random":
+        generator = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator))
+    elif parameters != "initial":
+        raise ValueError(f"parameters must be initial or random, got {parameters!r}")
+    return model
+
+
+# The invariant tests run at both: see build_tiny.
+PARAMETERS = pytest.mark.parametrize("parameters", ["initial", "random"])
+
+
+def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str, atol: float = 1e-5) -> None:
+    """``actual`` equals ``expected`` within ``atol``, or an AssertionError that says what differs,
+    by how much and where (indices of the worst entry), rather than a bare ``assert False``."""
+    assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    if torch.allclose(actual, expected, atol=atol, rtol=1e-5):
+        return
+    difference = (actual - expected).abs().nan_to_num(float("inf"))
+    worst = [int(i) for i in torch.unravel_index(difference.argmax(), difference.shape)]
+    count = int((difference > atol).sum())
+    raise AssertionError(
+        f"{what}: {count} of {difference.numel()} entries differ, the most by {difference.max().item():.3g} "
+        f"at index {worst} ({actual[tuple(worst)].item():.6g} != {expected[tuple(worst)].item():.6g})"
+    )
 
 
 COMBINATIONS = pytest.mark.parametrize(

@@ -151,11 +151,28 @@ def _plain(value: Any) -> Any:
 
 # Options that only some parts read: (dotted key, when it is read). Set away from its default
 # where nothing reads it, an option changes nothing, which a comparison of it would hide.
+def reads_matrix_options(model: Any) -> bool:
+    """Whether ``model``'s refinement is built on the shared n x n matrices (``MatrixRefinement``),
+    the only parts that read refine_per_head, refine_scale and refine_init_std; asked of the part
+    itself, so that a refinement registered later is judged by what it is."""
+    if model.refine == "none":
+        return False
+    from awrsr.nn.refine import REFINEMENTS
+    from awrsr.nn.refine.matrices import MatrixRefinement
+
+    try:
+        part = REFINEMENTS.get(model.refine)(model, 0)
+    except (ConfigError, ValueError, TypeError):  # not judged inert: building the model says what is wrong
+        return True
+    return isinstance(part, MatrixRefinement)
+
+
 _READ_ONLY_BY: tuple[tuple[str, str, Any], ...] = (
     ("model.mask_prob", "model.name 'bert4rec'", lambda model, train: model.name == "bert4rec"),
     ("model.refine_value_form", "model.refine 'value'", lambda model, train: model.refine == "value"),
-    *((f"model.{key}", "a model.refine other than 'none'", lambda model, train: model.refine != "none")
-      for key in ("refine_per_head", "refine_scale", "refine_init_std", "refine_blocks")),
+    ("model.refine_blocks", "a model.refine other than 'none'", lambda model, train: model.refine != "none"),
+    *((f"model.{key}", "a refinement built on n x n matrices",
+       lambda model, train: reads_matrix_options(model)) for key in ("refine_per_head", "refine_scale", "refine_init_std")),
     ("train.pvn_weight", "train.loss 'stosa'", lambda model, train: train.loss == "stosa"),
     ("train.num_negatives", "a train.loss other than 'ce'", lambda model, train: train.loss != "ce"),
     ("train.adversarial_alpha", "model.attention 'calibrated'", lambda model, train: model.attention == "calibrated"),

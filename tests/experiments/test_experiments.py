@@ -129,6 +129,33 @@ def test_inert_options_are_named_and_read_ones_are_not():
     assert list(inert_options(ModelConfig(), TrainConfig(adversarial_alpha=0.5))) == ["train.adversarial_alpha"]
 
 
+def test_matrix_options_are_inert_for_a_refinement_without_matrices(monkeypatch):
+    """A refinement registered later that has no n x n matrices reads refine_per_head, refine_scale
+    and refine_init_std no more than 'none' does (a compare of such variants would train one model
+    three times); refine_blocks applies to every refinement."""
+    from awrsr.models import ModelConfig, build_model
+    from awrsr.nn.refine import REFINEMENTS
+    from awrsr.nn.refine.none import NoRefinement
+    from awrsr.run_config import inert_options
+    from awrsr.train import TrainConfig
+
+    class Sharpen(NoRefinement):  # no matrices: B = A squared and renormalised
+        is_identity = False
+
+        def forward(self, weights, mask):
+            squared = weights**2
+            return squared / squared.sum(-1, keepdim=True).clamp(min=1e-12)
+
+    real_get = REFINEMENTS.get
+    monkeypatch.setattr(REFINEMENTS, "get", lambda name: (lambda cfg, block: Sharpen()) if name == "simp" else real_get(name))
+    options = dict(refine="simp", refine_per_head=True, refine_scale="length", refine_blocks=[1])
+    assert set(inert_options(ModelConfig(**options), TrainConfig())) == {"model.refine_per_head", "model.refine_scale"}
+    kinds = [type(block.attention.refinement).__name__ for block in build_model(ModelConfig(**options), 10).blocks]
+    assert kinds == ["NoRefinement", "Sharpen"]  # refine_blocks honoured without the part knowing it
+    monkeypatch.undo()
+    assert inert_options(ModelConfig(**options), TrainConfig()) == {}  # M_simp reads them all
+
+
 def test_compare_refuses_variant_names_that_are_not_directory_names_and_bad_seeds(tmp_path):
     base = tmp_path / "base.yaml"
     base.write_text("train: {max_epochs: 1}\n")

@@ -115,7 +115,7 @@ def test_window_positions_change_only_the_linear_pattern(pattern):
 def test_window_positions_are_refused_outside_the_fixed_patterns():
     with pytest.raises(ConfigError, match="model.pattern_positions only applies to the fixed patterns"):
         ModelConfig(attention="positional", pattern_positions="window")
-    with pytest.raises(ConfigError, match="model.pattern_positions must be history or window"):
+    with pytest.raises(ConfigError, match="model.pattern_positions must be one of 'history', 'window', got 'slot'"):
         ModelConfig(attention="linear", pattern_positions="slot")
 
 

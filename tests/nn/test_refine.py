@@ -114,10 +114,12 @@ def test_only_the_chosen_blocks_are_refined():
 
 
 def first_backbone(refine: str) -> tuple[str, str]:
-    """The first (backbone, attention) that the refinement builds on (SASRec's for most)."""
+    """SASRec with dot-product attention where the refinement builds on it, else the first
+    (backbone, attention) it builds on (STOSA's Wasserstein attention for M_stoc)."""
     from awrsr.models import compatible_combinations
 
-    return next((name, attention) for name, attention, r in compatible_combinations() if r == refine)
+    fits = [(name, attention) for name, attention, r in compatible_combinations() if r == refine]
+    return ("sasrec", "dot") if ("sasrec", "dot") in fits else fits[0]
 
 
 # every registered refinement, so one added later is saved, loaded and served here too

@@ -99,8 +99,6 @@ class ModelConfig:
             raise ConfigError(f"model.positional_rank must be >= 1 (or null for PARec's full matrix), got {self.positional_rank}")
         if self.positional_rank is not None and self.attention != "positional":  # a mistyped FPARec would train SASRec
             raise ConfigError(f"model.positional_rank only applies to model.attention: positional (FPARec), not {self.attention!r}")
-        if self.pattern_positions not in ("history", "window"):
-            raise ConfigError(f"model.pattern_positions must be history or window, got {self.pattern_positions!r}")
         from awrsr.nn.attention.fixed import PATTERNS  # imported here, as the registries below
 
         if self.pattern_positions != "history" and self.attention not in PATTERNS:
@@ -110,8 +108,6 @@ class ModelConfig:
             )
         if not 0.0 < self.mask_prob < 1.0:
             raise ConfigError(f"model.mask_prob must be in (0, 1), got {self.mask_prob}")
-        if not isinstance(self.ac_lite, bool):
-            raise ConfigError(f"model.ac_lite must be true or false, got {self.ac_lite!r}")
         if self.ac_lite and self.attention != "calibrated":
             raise ConfigError(f"model.ac_lite only applies to model.attention: calibrated, not {self.attention!r}")
         if self.inner_size is not None and self.inner_size < 1:

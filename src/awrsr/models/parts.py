@@ -14,7 +14,9 @@ from awrsr.nn.refine import REFINEMENTS
 def build_attention(cfg: ModelConfig, block_index: int, *, causal: bool, stochastic: bool) -> nn.Module:
     """The configured attention (with its refinement) for one block of a backbone that is
     ``causal`` or not and works on Gaussian (``stochastic``) streams or not."""
-    refinement = REFINEMENTS.get(cfg.refine)(cfg, block_index)
+    # model.refine_blocks applies to every refinement alike: a block left out gets the identity.
+    refined = cfg.refine_blocks is None or block_index in cfg.refine_blocks
+    refinement = REFINEMENTS.get(cfg.refine if refined else "none")(cfg, block_index)
     if causal and refinement.needs_bidirectional:
         raise ConfigError(
             f"model.refine {cfg.refine!r} with this form lets a position see later items; "

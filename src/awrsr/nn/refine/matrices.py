@@ -62,11 +62,8 @@ class MatrixRefinement(Refinement):
 
 
 def build_matrix_refinement(cls: type[MatrixRefinement], cfg, block_index: int, **extra) -> Refinement:
-    """Build ``cls`` for block ``block_index``, or the identity if the block is not refined."""
-    from awrsr.nn.refine.none import NoRefinement
-
-    if cfg.refine_blocks is not None and block_index not in cfg.refine_blocks:
-        return NoRefinement()
+    """Build ``cls`` for block ``block_index`` with the shared matrix options (``model.refine_blocks``
+    is applied by the backbone, to every refinement alike)."""
     return cls(
         max_len=cfg.max_len, num_heads=cfg.num_heads, head_size=cfg.hidden_size // cfg.num_heads,
         per_head=cfg.refine_per_head, scale=cfg.refine_scale, init_std=cfg.refine_init_std, **extra,
