@@ -290,3 +290,14 @@ def test_ctrl_c_outside_training_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(awrsr.workflows, "fit", interrupted)
     code, _, err = run_cli(capsys, "fit", "--train.max_epochs", "1")
     assert code == 130 and err.strip() == "awrsr: interrupted"
+
+
+def test_compare_takes_boolean_variants_as_yaml_writes_them(tmp_path, capsys):
+    # `--variants [true]` against `--base false`: each variant is a bool option named as YAML writes it
+    config = tmp_path / "base.yaml"
+    config.write_text("model:\n  max_len: 10\n  refine: simp\n  num_heads: 2\n")
+    code, _, err = run_cli(
+        capsys, "compare", str(config), "--key", "model.refine_per_head", "--base", "false", "--variants", "[true]",
+        "--seeds", "[1]", "--output_dir", str(tmp_path / "c"), "--report_only", "true",
+    )
+    assert code == 2 and "missing: false seed 1 (not started), true seed 1 (not started)" in err, err

@@ -291,7 +291,7 @@ def tune(
 
 def compare(
     base_config: str,
-    variants: List[Union[str, int, float]] = ["simp", "value", "add"],  # numbers: --key train.lr --variants [0.01]
+    variants: List[Union[str, bool, int, float]] = ["simp", "value", "add"],  # --key train.lr --variants [0.01]
     seeds: List[int] = [42, 43, 44],
     output_dir: str = "runs/compare",
     key: str = "model.refine",

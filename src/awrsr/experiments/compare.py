@@ -4,6 +4,7 @@ p-value)."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -52,9 +53,16 @@ def variant_options(
         check_variant_names(list(named))
         base = base if base in named else next(iter(named))
         return base, {base: named[base], **named}
-    names = [str(base), *[str(v) for v in variants if str(v) != str(base)]]
-    check_variant_names(names)
-    return names[0], {name: {key: name} for name in names}
+    values = {value_name(base): base}
+    for value in variants:
+        values.setdefault(value_name(value), value)
+    check_variant_names(list(values))
+    return value_name(base), {name: {key: value} for name, value in values.items()}
+
+
+def value_name(value: Any) -> str:
+    """A variant's name for a value of ``key``: as it is written in YAML (``true``, not ``True``)."""
+    return json.dumps(value) if isinstance(value, bool) or value is None else str(value)
 
 
 # A variant's name is its directory under output_dir: one plain path component.
