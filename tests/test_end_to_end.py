@@ -35,6 +35,7 @@ def test_results_record_protocol_fingerprint_and_selection(trained_run):
     assert sel["stopped_by"] in ("early stopping", "max_epochs")
     rows = list(csv.DictReader(open(trained_run.run_dir / "history.csv")))
     assert [int(r["epoch"]) for r in rows] == list(range(1, sel["epochs_trained"] + 1))
+    assert trained_run.history["epoch"].to_list() == [int(r["epoch"]) for r in rows]  # FitResult.history reads it
     assert all(0 < float(r["train/loss"]) < 20 for r in rows)  # every epoch's mean training loss is recorded
     # the selected epoch is the one with the best validation NDCG@10
     best = max(rows, key=lambda r: float(r["val/ndcg@10"]))

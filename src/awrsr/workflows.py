@@ -17,6 +17,7 @@ from typing import Any
 
 import lightning as L
 import numpy as np
+import polars as pl
 import torch
 import yaml
 from filelock import FileLock, Timeout
@@ -55,8 +56,17 @@ RESUMABLE_CHANGES = {
 
 @dataclass
 class FitResult:
+    """What a fit leaves: its run directory (``Recommender.load(result.run_dir)`` serves it, ``awrsr
+    plot`` draws it) and the contents of its metrics.json (``metrics["test"]["ndcg@10"]``, the
+    validation scores under ``"valid"``, the popularity baseline's, the selected epoch and timings)."""
+
     run_dir: Path
     metrics: dict[str, Any]  # what metrics.json holds
+
+    @property
+    def history(self) -> pl.DataFrame:
+        """One row per epoch: training loss and gradient norm, validation metrics, seconds."""
+        return pl.read_csv(self.run_dir / HISTORY_FILE)
 
 
 def metric_names(ks: list[int]) -> list[str]:
@@ -204,6 +214,7 @@ def fit(
             f"{run_dir}: another process is training into this directory; wait for it or choose another output_dir"
         ) from None
     finished = False
+    threads = torch.get_num_threads()  # train.num_threads holds for this fit, not for the caller's process after it
     try:
         if not resume and not overwrite:
             refuse_to_replace(run_dir)
@@ -211,6 +222,7 @@ def fit(
         finished = True
         return result
     finally:
+        torch.set_num_threads(threads)
         lock.release()
         if not finished:
             discard_unwritten_run(run_dir, created)
@@ -227,11 +239,12 @@ def refuse_to_replace(run_dir: Path) -> None:
     if (run_dir / METRICS_FILE).is_file():
         held = "a finished run"
     elif (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
-        held = "an interrupted run (continue it with --resume true)"
+        held = "an interrupted run (continue it with --resume true, resume=True in Python)"
     else:
         return
     raise ArtifactError(
-        f"{run_dir} holds {held}; choose another output_dir, or pass --overwrite true to delete it and start afresh"
+        f"{run_dir} holds {held}; choose another output_dir, or pass --overwrite true (overwrite=True in Python) "
+        "to delete it and start afresh"
     )
 
 

@@ -40,7 +40,7 @@ def test_an_interrupted_run_is_kept_and_the_error_says_how_to_continue(trained_r
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run.run_dir, run_dir)
     (run_dir / "metrics.json").unlink()  # as if stopped before the end; its last.ckpt remains
-    with pytest.raises(ArtifactError, match=r"holds an interrupted run \(continue it with --resume true\)"):
+    with pytest.raises(ArtifactError, match=r"holds an interrupted run \(continue it with --resume true, resume=True in Python\)"):
         fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
 
@@ -90,6 +90,18 @@ def test_a_tilde_output_dir_keeps_the_whole_run_in_one_place(tmp_path, monkeypat
     run_dir = tmp_path / "run"  # Lightning expands "~" itself: the checkpoints must land beside the model
     assert (run_dir / "metrics.json").is_file() and (run_dir / "checkpoints" / "last.ckpt").is_file()
     assert not (tmp_path / "~").exists()
+
+
+def test_num_threads_holds_for_the_fit_only(tmp_path):
+    import torch
+
+    before = torch.get_num_threads()
+    wanted = 1 if before > 1 else 2
+    try:
+        fit(**tiny_run_config(tmp_path / "run", max_epochs=1, num_threads=wanted), console=QUIET)
+        assert torch.get_num_threads() == before  # the caller's process gets its threads back
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_a_run_that_failed_is_replaced_by_the_repeated_command(tmp_path, monkeypatch):
