@@ -168,6 +168,8 @@ def test_changing_only_the_loss_uses_that_losses_default_negatives(tmp_path, cap
         ("config.yaml", lambda text: text.replace("hidden_size: 32", "hidden_size: abc"), "config.yaml"),
         ("config.yaml", lambda text: text.replace("  dropout: 0.1", "  dropout: null"), "config.yaml"),
         ("config.yaml", lambda text: text.replace("data:\n", "data: x\nold_data:\n"), "config.yaml"),
+        # an edited max_len is named, not reported as the position table's shape
+        ("config.yaml", lambda text: text.replace("  max_len: 20", "  max_len: 50"), "max_len (20 -> 50)"),
     ],
 )
 def test_damaged_artifacts_are_clear_errors(trained_run, tmp_path, capsys, file, edit, expected):

@@ -156,6 +156,9 @@ def test_the_scoring_device_is_checked_when_loading(trained_run, monkeypatch):
 def test_artifact_loading_errors(trained_run, tmp_path):
     with pytest.raises(ArtifactError, match="max_len=20"):
         load_artifact(trained_run.run_dir, max_len=50)
+    with pytest.raises(ArtifactError, match="trained with max_len=20; it cannot be loaded with max_len=50"):
+        Recommender.load(trained_run.run_dir, max_len=50)
+    assert Recommender.load(trained_run.run_dir, max_len=20).max_len == 20
     broken = tmp_path / "broken"
     shutil.copytree(trained_run.run_dir, broken)
     (broken / "vocab.json").unlink()

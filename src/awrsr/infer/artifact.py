@@ -150,8 +150,9 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
         state = load_file(str(weights_path))
     except (SafetensorError, OSError) as err:
         raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
-    check_state_matches(model, state, weights_path)
+    # the edited field by name first (max_len: 20 -> 50), before the tensor shapes it changes
     check_saved_model_config(weights_path, model_config, config_path)
+    check_state_matches(model, state, weights_path)
     model.load_state_dict(state)
     model.eval()
 

@@ -78,10 +78,11 @@ class Recommender:
         self.max_len = max_len
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "cpu") -> "Recommender":
+    def load(cls, path: str | Path, device: str | torch.device = "cpu", max_len: int | None = None) -> "Recommender":
         """The artifact written by ``awrsr fit`` in ``path``, scoring on ``device`` (cpu, cuda,
-        cuda:N, mps, or auto: CUDA, else MPS, else the CPU)."""
-        return cls.from_artifact(load_artifact(path), device=device)
+        cuda:N, mps, or auto: CUDA, else MPS, else the CPU). ``max_len``, if given, must be the
+        length the model was trained with (an ArtifactError otherwise): its positions fix it."""
+        return cls.from_artifact(load_artifact(path, max_len=max_len), device=device)
 
     @classmethod
     def from_artifact(cls, artifact: LoadedArtifact, device: str | torch.device = "cpu") -> "Recommender":
