@@ -49,6 +49,18 @@ def test_evaluate_again_reproduces_the_stored_test_metrics(trained_run):
         assert again[name] == pytest.approx(value, abs=1e-9)
 
 
+def test_metrics_by_history_length_partition_the_overall_ones(trained_run):
+    from awrsr.workflows import evaluate_by_length
+
+    table = evaluate_by_length(trained_run.run_dir, edges=[10, 15])
+    assert set(table["history length"]) <= {"1-10", "11-15", ">15"} and table["users"].min() > 0
+    users = table["users"].to_numpy()
+    for name, value in trained_run.metrics["test"].items():  # bucket means weighted by users: the overall mean
+        assert float((table[name].to_numpy() * users).sum() / users.sum()) == pytest.approx(value, abs=1e-9), name
+    with pytest.raises(ConfigError, match=r"edges: length edges must be positive and increasing, got \[10, 5\]"):
+        evaluate_by_length(trained_run.run_dir, edges=[10, 5])
+
+
 def test_same_config_and_seed_give_the_same_metrics(trained_run, tmp_path):
     again = fit(**tiny_run_config(tmp_path / "again"), console=Console(quiet=True))
     assert again.metrics["test"] == trained_run.metrics["test"]

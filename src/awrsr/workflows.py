@@ -13,7 +13,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import lightning as L
 import numpy as np
@@ -427,7 +427,7 @@ def evaluate(
 
     The dataset must have the fingerprint stored with the model, so that a changed file cannot be
     mistaken for the one the model was selected on. ``by_length`` adds the metrics per bucket of
-    the users' history length.
+    the users' history length (printed; ``evaluate_by_length`` returns them as a frame).
     """
     console = console or Console()
     scored = rank_artifact(artifact_dir, data_path, split, filter_seen, frame=frame)
@@ -440,24 +440,50 @@ def evaluate(
     return metrics
 
 
-def print_length_table(console: Console, scored: "ScoredArtifact", title: str) -> None:
-    """HR@k, NDCG@k (k: the largest of ``ks`` up to 10) and MRR per bucket of history length."""
+def evaluate_by_length(
+    artifact_dir: str | Path, data_path: str | None = None, split: str = "test", filter_seen: bool | None = None,
+    frame: Any = None, edges: Sequence[int] | None = None,
+) -> pl.DataFrame:
+    """``evaluate``'s metrics per bucket of the users' history length (items before the held-out
+    one), as a frame: one row per non-empty bucket, its user count, and every metric the run
+    records. ``edges`` are the buckets' upper bounds (the last bucket is everything longer)."""
+    return length_table(rank_artifact(artifact_dir, data_path, split, filter_seen, frame=frame), edges)
+
+
+def length_table(scored: "ScoredArtifact", edges: Sequence[int] | None = None) -> pl.DataFrame:
+    """The rows of ``evaluate_by_length`` for ranks already computed."""
     from awrsr.experiments.by_length import (
         DEFAULT_EDGES, assign_buckets, bucket_labels, bucket_means, per_user_metric,
     )
 
-    labels = bucket_labels(DEFAULT_EDGES)
-    buckets = assign_buckets(scored.lengths, DEFAULT_EDGES)
+    edges = list(DEFAULT_EDGES if edges is None else edges)
+    try:
+        labels = bucket_labels(edges)
+    except ValueError as err:
+        raise ConfigError(f"edges: {err}") from None
+    buckets = assign_buckets(scored.lengths, edges)
     counts = np.bincount(buckets, minlength=len(labels))
+    names = metric_names(scored.evaluation.ks)
+    # ranking_metrics per bucket: the same definitions, averaged over the bucket's users
+    ranks = scored.ranks.numpy()
+    per_user = {name: per_user_metric(ranks, name) for name in names}
+    present = np.flatnonzero(counts)
+    columns = {"history length": [labels[b] for b in present], "users": counts[present].tolist()}
+    for name in names:
+        columns[name] = bucket_means(per_user[name], buckets, len(labels))[present].tolist()
+    return pl.DataFrame(columns)
+
+
+def print_length_table(console: Console, scored: "ScoredArtifact", title: str) -> None:
+    """HR@k, NDCG@k (k: the largest of ``ks`` up to 10) and MRR per bucket of history length."""
     k = max([k for k in scored.evaluation.ks if k <= 10] or [min(scored.evaluation.ks)])
     names = [f"hr@{k}", f"ndcg@{k}", "mrr"]
-    ranks = scored.ranks.numpy()
-    means = {name: bucket_means(per_user_metric(ranks, name), buckets, len(labels)) for name in names}
+    frame = length_table(scored)
     table = Table(title=title)
     for column in ("history length", "users", *[n.upper() for n in names]):
         table.add_column(column, justify="left" if column == "history length" else "right")
-    for b in np.flatnonzero(counts):
-        table.add_row(labels[b], f"{counts[b]:,}", *(f"{means[name][b]:.4f}" for name in names))
+    for row in frame.iter_rows(named=True):
+        table.add_row(row["history length"], f"{row['users']:,}", *(f"{row[name]:.4f}" for name in names))
     console.print(table)
 
 
