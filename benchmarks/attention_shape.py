@@ -44,13 +44,16 @@ def measure(run_dir: str, min_length: int, users: int) -> list[dict]:
     inputs = torch.from_numpy(cases.history.select(chosen).to_padded(max_len))
     keys = np.minimum(cases.history.lengths[chosen], max_len)  # allowed keys of the last position
     uniform_entropy = float(np.mean(np.log(keys)))
-    with torch.no_grad():
-        _, layers = artifact.model.encode(inputs, need_weights=True)
+    with torch.no_grad():  # what the model reads to predict the next item (BERT4Rec: with its [mask])
+        _, layers = artifact.model.encode(artifact.model.next_inputs(inputs), need_weights=True)
     blocks = getattr(artifact.model, "blocks", [])
     rows = []
     for index, weights in enumerate(layers):
-        # how far the refinement's n x n matrices moved from their identity start (max over them)
-        matrices = list(blocks[index].attention.refinement.parameters()) if index < len(blocks) else []
+        # how far the refinement's n x n matrices moved from their identity start (max over them);
+        # a refinement's other parameters (none of the shipped ones has any) are not matrices over positions
+        refinement = getattr(blocks[index].attention, "refinement", None) if index < len(blocks) else None
+        matrices = [w for w in (refinement.parameters() if refinement is not None else [])
+                    if tuple(w.shape[-2:]) == (max_len, max_len)]
         eye = torch.eye(max_len)
         moved = max(((w - eye).norm() / eye.norm()).item() for w in matrices) if matrices else 0.0
         base_max, base_entropy = row_shape(weights.base[:, :, -1, :].flatten(0, 1))
