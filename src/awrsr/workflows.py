@@ -194,7 +194,9 @@ def fit(
     holds a finished or interrupted run is refused unless ``overwrite``, so that a repeated command
     never deletes a model before its replacement exists. Two processes never train into one
     directory: the second gets a clear error. ``print_test=False`` prints validation metrics only
-    (tuning selects on validation; the test scores are still recorded in metrics.json)."""
+    (tuning selects on validation; the test scores are still recorded in metrics.json). Like
+    Lightning's ``seed_everything``, it seeds Python's, numpy's and torch's global generators with
+    ``train.seed``; ``train.num_threads`` holds for the fit only."""
     for name, part, kind in (("data", data, DataConfig), ("model", model, ModelConfig), ("train", train, TrainConfig),
                              ("evaluation", evaluation, EvalConfig)):
         if not isinstance(part, kind):  # fit(ModelConfig(), DataConfig(), ...) would fail in an attribute lookup
