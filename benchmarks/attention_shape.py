@@ -41,11 +41,12 @@ def measure(run_dir: str, min_length: int, users: int) -> list[dict]:
     chosen = np.flatnonzero(cases.history.lengths >= min_length)[:users]
     if len(chosen) == 0:
         raise SystemExit(f"{run_dir}: no test user has {min_length}+ items")
-    inputs = torch.from_numpy(cases.history.select(chosen).to_padded(max_len))
-    keys = np.minimum(cases.history.lengths[chosen], max_len)  # allowed keys of the last position
+    # what the model reads to predict the next item (BERT4Rec: with its [mask] in the last slot)
+    inputs = artifact.model.next_inputs(torch.from_numpy(cases.history.select(chosen).to_padded(max_len)))
+    keys = (inputs > 0).sum(1).numpy()  # allowed keys of the last position: every real slot
     uniform_entropy = float(np.mean(np.log(keys)))
-    with torch.no_grad():  # what the model reads to predict the next item (BERT4Rec: with its [mask])
-        _, layers = artifact.model.encode(artifact.model.next_inputs(inputs), need_weights=True)
+    with torch.no_grad():
+        _, layers = artifact.model.encode(inputs, need_weights=True)
     blocks = getattr(artifact.model, "blocks", [])
     rows = []
     for index, weights in enumerate(layers):
@@ -55,7 +56,9 @@ def measure(run_dir: str, min_length: int, users: int) -> list[dict]:
         matrices = [w for w in (refinement.parameters() if refinement is not None else [])
                     if tuple(w.shape[-2:]) == (max_len, max_len)]
         eye = torch.eye(max_len)
-        moved = max(((w - eye).norm() / eye.norm()).item() for w in matrices) if matrices else 0.0
+        # per matrix: per-head weights are (heads, n, n), one identity each
+        moved = max(((m - eye).norm() / eye.norm()).item() for w in matrices for m in w.reshape(-1, max_len, max_len)) \
+            if matrices else 0.0
         base_max, base_entropy = row_shape(weights.base[:, :, -1, :].flatten(0, 1))
         used_max, used_entropy = row_shape(weights.refined[:, :, -1, :].flatten(0, 1))
         rows.append({

@@ -1,7 +1,10 @@
 """Configs built in Python get the type checks that jsonargparse gives the command line."""
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
+import yaml
 
 from awrsr.data import DataConfig
 from awrsr.errors import ConfigError
@@ -28,8 +31,15 @@ def test_a_wrong_type_is_a_config_error_naming_the_field(make, message):
         make()
 
 
-def test_numpy_integers_and_integers_for_floats_are_taken():
+def test_numpy_scalars_and_integers_for_floats_are_taken_as_python_values():
     model = ModelConfig(max_len=np.int64(30), dropout=0)
     assert type(model.max_len) is int and model.max_len == 30 and type(model.dropout) is float
     assert TrainConfig(lr=1).lr == 1.0 and EvalConfig(ks=(5, np.int32(1))).ks == [1, 5]
     assert type(DataConfig(synthetic={"num_users": np.int32(9)}).synthetic.num_users) is int
+    assert type(DataConfig(min_user_interactions=np.int64(3)).min_user_interactions) is int  # before its range check
+    # a grid from np.logspace, a value from a frame's row: written to config.yaml as plain YAML
+    train = TrainConfig(lr=np.float64(1e-3), group_by_length=np.True_)
+    model = ModelConfig(refine=np.str_("simp"), refine_blocks=[np.int64(1)])
+    assert (type(train.lr), type(train.group_by_length), type(model.refine), type(model.refine_blocks[0])) == (
+        float, bool, str, int)
+    yaml.safe_dump({"train": asdict(train), "model": asdict(model)})  # numpy scalars would fail here

@@ -4,8 +4,9 @@ jsonargparse checks every value's type on the command line and in YAML files; a 
 in Python (``ModelConfig(refine_per_head="no")``) is checked by nobody, so a wrong type would be
 misread silently (the string "no" is true) or fail deep inside torch (``max_len=20.0``).
 ``check_field_types`` checks each field against its annotation and names the field as a config
-file spells it. Integers given as numpy integers, and integers given for float fields, are
-converted; nothing else is.
+file spells it. numpy scalars (a grid built with numpy, a value from a data frame's row) become
+the Python values they hold, and integers given for float fields become floats; nothing else is
+converted.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import types
 import typing
 from dataclasses import fields
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+import numpy as np
 
 from awrsr.errors import ConfigError
 
@@ -37,6 +40,8 @@ class _Mismatch(Exception):
 def _converted(value: Any, hint: Any) -> Any:
     """``value`` as the annotation ``hint`` allows it (numpy integers as int, integers as float
     where a float is wanted), or ``_Mismatch``. Annotations this module does not know pass."""
+    if isinstance(value, np.generic):  # np.float64, np.str_, np.bool_: the config is written as YAML
+        value = value.item()
     origin, args = get_origin(hint), get_args(hint)
     if hint is Any or hint is typing.Any:
         return value
@@ -78,7 +83,7 @@ def _converted(value: Any, hint: Any) -> Any:
 
 def check_field_types(config: Any, section: str) -> None:
     """A ConfigError naming ``section.field`` if a field of the dataclass ``config`` holds a value
-    its annotation does not allow; numpy integers (and integers for floats) are converted in place."""
+    its annotation does not allow; numpy scalars (and integers for floats) are converted in place."""
     hints = get_type_hints(type(config))
     for field in fields(config):
         value = getattr(config, field.name)

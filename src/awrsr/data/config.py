@@ -101,13 +101,13 @@ class DataConfig:
     synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
 
     def __post_init__(self) -> None:
-        _check_choice("data.format", self.format, get_args(Format))
-        _check_choice("data.duplicates", self.duplicates, get_args(Duplicates))
-        _check_int("data.min_user_interactions", self.min_user_interactions, 0)
-        _check_int("data.min_item_interactions", self.min_item_interactions, 0)
         if isinstance(self.path, os.PathLike):  # a pathlib.Path from Python code
             self.path = os.fspath(self.path)
-        check_field_types(self, "data")
+        _check_choice("data.format", self.format, get_args(Format))
+        _check_choice("data.duplicates", self.duplicates, get_args(Duplicates))
+        check_field_types(self, "data")  # numpy integers become ints before the range checks
+        _check_int("data.min_user_interactions", self.min_user_interactions, 0)
+        _check_int("data.min_item_interactions", self.min_item_interactions, 0)
         if self.path is not None and (not isinstance(self.path, str) or not self.path.strip()):
             raise ConfigError(f"data.path must be a non-empty path or null, got {self.path!r}")
         for name in ("user_col", "item_col"):
