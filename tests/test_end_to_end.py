@@ -127,6 +127,14 @@ def test_recommender_arguments_of_the_wrong_type_are_clear_errors(trained_run):
     with pytest.raises(ConfigError, match=r"^histories\[1\] is a list of item ids, oldest first; got int 7$"):
         rec.recommend_many([[1], 7], k=3)
     assert rec.recommend((x for x in [1, 2]), k=3) == rec.recommend([1, 2], k=3)  # any iterable of ids
+    for unordered in ({1, 2}, {1: "a", 2: "b"}):  # but not one without an order: it is the model's whole input
+        with pytest.raises(ConfigError, match=f"^history is a list of item ids, oldest first; got {type(unordered).__name__} "):
+            rec.recommend(unordered, k=3)
+    # argument checks do not depend on whether any history is left to score
+    with pytest.raises(ConfigError, match="not a single string"):
+        rec.recommend_many([[999999]], unknown="ignore", exclude="12")
+    with pytest.raises(ConfigError, match="^k must be an integer >= 1"):
+        rec.recommend_many([[999999]], k=0, unknown="ignore")
 
 
 def test_excluded_items_are_never_recommended_and_the_rest_keep_their_order(trained_run):

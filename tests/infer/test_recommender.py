@@ -43,5 +43,13 @@ def test_attention_maps_are_the_models_weights_over_the_real_positions(options):
     np.testing.assert_array_equal(maps.refined[1], weights[1].refined[0].numpy())
     shorter = rec.attention(["i3", "x", "i1"], unknown="ignore")  # padding is left out, unknown ids skipped
     assert shorter.items == (["i3", "i1", "[mask]"] if bert else ["i3", "i1"])
+    n = len(shorter.items)
+    with torch.no_grad():  # the real positions are the window's last n slots: its lower-right corner
+        padded = torch.tensor([[0, 0, 0, 0, 3, 1]])
+        weights = model.encode(model.next_inputs(padded), need_weights=True)[1]
+    for layer in range(2):
+        np.testing.assert_array_equal(shorter.base[layer], weights[layer].base[0, :, -n:, -n:].numpy())
+        np.testing.assert_array_equal(shorter.refined[layer], weights[layer].refined[0, :, -n:, -n:].numpy())
+    np.testing.assert_allclose(shorter.refined.sum(-1), 1.0, atol=1e-5)  # nothing of the rows was in the padding
     with pytest.raises(UnknownItemError, match="'x'"):
         rec.attention(["i3", "x"])

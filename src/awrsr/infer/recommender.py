@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Literal, NamedTuple, Sequence
+from typing import AbstractSet, Iterable, Literal, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -48,7 +48,8 @@ class AttentionMaps:
     """What each attention layer of a model does with one history, for its real positions only.
 
     ``items`` labels the rows (queries) and columns (keys), oldest first: the history's last
-    ``max_len`` item ids, and for BERT4Rec the "[mask]" it appends to ask for the next item.
+    ``max_len`` item ids, or for BERT4Rec its last ``max_len - 1`` and the "[mask]" it appends to
+    ask for the next item.
     ``base[layer, head]`` is A, the attention weights after the masked softmax (n x n; a causal
     model's row i is zero right of column i); ``refined[layer, head]`` is B, the matrix actually
     multiplied into the values (equal to A in a block that is not refined). Rows sum to one."""
@@ -111,13 +112,17 @@ class Recommender:
 
         An id the model does not know is an error, or with ``unknown="ignore"`` left out; a
         history left with no known id then gets no recommendations (``[]``), so that one such
-        user does not fail the others (as batch scoring of a log skips them). ``exclude`` lists
+        user does not fail the others (as batch scoring of a log skips them; a whole log with no
+        known id is an error there, being the wrong file or the wrong model). ``exclude`` lists
         item ids never to recommend (sold out, blocked) to any of the histories; ids the model
         does not know are skipped, since it cannot recommend them anyway."""
         if unknown not in ("error", "ignore"):  # a misspelt "error" must not drop ids silently
             raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
         if isinstance(histories, (str, bytes)):
             raise ConfigError("histories is a list of histories, each a list of item ids; got a string")
+        if isinstance(exclude, (str, bytes)):  # also when no history is left to score
+            raise ConfigError("exclude takes a list of item ids, not a single string")
+        check_k(k)
         histories = [as_history(history, f"histories[{i}]") for i, history in enumerate(histories)]
         encoded, kept = [], []
         for i, history in enumerate(histories):
@@ -130,7 +135,6 @@ class Recommender:
             kept.append(i)
         results: list[list[Recommendation]] = [[] for _ in histories]
         if not kept:
-            check_k(k)
             return results
         lengths = np.array([len(e) for e in encoded], dtype=np.int64)
         rows = Sequences(np.concatenate([[0], np.cumsum(lengths)]), np.concatenate(encoded))
@@ -145,7 +149,8 @@ class Recommender:
     def attention(self, history: Sequence[int | str], unknown: Literal["error", "ignore"] = "error") -> AttentionMaps:
         """The base attention A and refined weights B of every layer and head while the model
         reads ``history`` (oldest first) to predict its next item (see ``AttentionMaps``). Only
-        the last ``max_len`` items are read; unknown ids as in ``recommend``."""
+        the last ``max_len`` items are read (BERT4Rec: ``max_len - 1`` and its [mask]); unknown
+        ids as in ``recommend``."""
         if unknown not in ("error", "ignore"):
             raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
         history = as_history(history)
@@ -221,7 +226,8 @@ def check_k(k: object) -> None:
 
 def as_history(history: object, name: str = "history") -> Sequence[int | str]:
     """``history`` as a sequence of item ids: a list, tuple or array as it is, any other iterable
-    (a generator) as a list; a single string or number is a ConfigError, not a history."""
-    if isinstance(history, (str, bytes, numbers.Number)) or not isinstance(history, Iterable):
+    (a generator) as a list; a single string or number is a ConfigError, not a history, and so
+    is a set or a mapping, whose order is not the order the items came in."""
+    if isinstance(history, (str, bytes, numbers.Number, AbstractSet, Mapping)) or not isinstance(history, Iterable):
         raise ConfigError(f"{name} is a list of item ids, oldest first; got {type(history).__name__} {history!r:.60}")
     return history if isinstance(history, (Sequence, np.ndarray)) else list(history)
