@@ -266,6 +266,12 @@ class StepRecorder(L.Callback):
         self._snapshot(pl_module)
 
 
+# The one-batch fits run no validation on purpose, and Lightning's tree helpers call a torch API
+# that torch deprecated: neither warning says anything about awrsr.
+NO_VALIDATION = pytest.mark.filterwarnings("ignore:You defined a `validation_step` but have no `val_dataloader`")
+LIGHTNING_TREESPEC = pytest.mark.filterwarnings("ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated")
+
+
 def _fit_one_batch(model, alpha: float = 0.3, precision: str = "32-true"):
     module = SequentialRecommenderModule(
         model, loss="ce", num_negatives=0, lr=1e-2, weight_decay=0.0, ks=[10], adversarial_alpha=alpha
@@ -282,6 +288,8 @@ def _fit_one_batch(model, alpha: float = 0.3, precision: str = "32-true"):
     return module, trainer, recorder
 
 
+@NO_VALIDATION
+@LIGHTNING_TREESPEC
 def test_adversarial_step_updates_each_network_with_its_own_objective():
     torch.manual_seed(0)
     model = build_tiny("sasrec", "calibrated", "none", dropout=0.0)
@@ -335,6 +343,8 @@ def test_other_models_keep_automatic_optimisation():
     assert isinstance(module.configure_optimizers(), torch.optim.Adam)
 
 
+@NO_VALIDATION
+@LIGHTNING_TREESPEC
 def test_adversarial_step_runs_under_bf16_mixed_precision():
     torch.manual_seed(0)
     model = build_tiny("sasrec", "calibrated", "none")
