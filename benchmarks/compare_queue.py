@@ -41,7 +41,7 @@ from awrsr.errors import AwrsrError  # noqa: E402
 from awrsr.experiments.compare import (  # noqa: E402
     check_variant, load_variants_file, run_compare, split_references, variant_options,
 )
-from awrsr.experiments.runs import parse_sets, run_or_reuse  # noqa: E402
+from awrsr.experiments.runs import DataFingerprints, parse_sets, run_or_reuse  # noqa: E402
 from awrsr.infer.artifact import METRICS_FILE  # noqa: E402
 
 
@@ -71,13 +71,20 @@ def work(args: argparse.Namespace) -> None:
     console = Console(width=120)
     extra = parse_sets(args.set)
     failures = 0
+    fingerprints = DataFingerprints()
     for name, config, variant, options in queue(args.comparisons, args.seeds, args.skip):
         run_dir = args.root / name / variant / f"seed-{options['train.seed']}"
+        # A run that failed in one worker of this queue is not tried again by the others (a late
+        # divergence would cost K times its device time); the next queue tries it afresh.
+        failed_mark = args.failed_dir / f"{name}__{variant}__seed-{options['train.seed']}"
+        if failed_mark.exists():
+            continue
         start = time.time()
         try:
-            metrics = run_or_reuse(config, {**extra, **options}, run_dir, console, wait=False)
+            metrics = run_or_reuse(config, {**extra, **options}, run_dir, console, wait=False, fingerprints=fingerprints)
         except Exception:  # a failed run (a bad config, a diverged model) must not stop the queue
             print(f"@@ {args.worker} failed {run_dir}\n{traceback.format_exc()}", flush=True)
+            failed_mark.touch()
             failures += 1
             continue
         if metrics is not None and time.time() - start > 5:
@@ -97,6 +104,7 @@ def main() -> int:
     parser.add_argument("--skip", nargs="+", action="extend", default=[], metavar="PATTERN",
                         help='leave out runs whose "comparison/variant" matches, e.g. "neighbours-beauty/ac-*"')
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # set in the worker processes
+    parser.add_argument("--failed-dir", type=Path, help=argparse.SUPPRESS)  # this queue's failed runs, one file each
     args = parser.parse_args()
     for pattern in args.skip:  # a comparison given after --skip would be read as a pattern
         if "/" not in pattern or "=" in pattern:
@@ -107,13 +115,15 @@ def main() -> int:
     for name, config, variant, options in queue(args.comparisons, args.seeds[:1]):
         check_variant(config, {**extra, **options}, f"{name}/{variant}")  # a clear error now, not later
     (args.root / "logs").mkdir(parents=True, exist_ok=True)
+    failed_dir = args.root / "logs" / f"q{os.getpid()}-failed"
+    failed_dir.mkdir(exist_ok=True)
     workers = []
     for i in range(args.workers):
         # Named after this queue's process too: two queues may share a root (their run locks keep
         # them apart), and their workers must not write one log. Logs are appended to, never cut.
         name = f"q{os.getpid()}-w{i + 1}"
         log = open(args.root / "logs" / f"{name}.log", "a")
-        command = [sys.executable, __file__, "--worker", name, *sys.argv[1:]]
+        command = [sys.executable, __file__, "--worker", name, "--failed-dir", str(failed_dir), *sys.argv[1:]]
         workers.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
         time.sleep(2)  # stagger the start, so the workers take different runs
     failed = sum(worker.wait() != 0 for worker in workers)

@@ -62,15 +62,17 @@ def test_compare_queue_walks_seeds_outermost_and_checks_its_specs():
 def test_compare_queue_exits_non_zero_when_its_runs_fail(tmp_path):
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "compare_queue.py"), "a=configs/sasrec/synthetic.yaml:simp,add",
-         "--workers", "1", "--root", str(tmp_path), "--seeds", "1", "--set", "data.path=/nonexistent/data.txt",
+         "--workers", "2", "--root", str(tmp_path), "--seeds", "1", "--set", "data.path=/nonexistent/data.txt",
          "--skip", "a/add"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 1
     assert "unfinished: a/none/seed-1, a/simp/seed-1" in result.stdout  # failed, not skipped
     assert "left out by --skip, not trained: a/add/seed-1" in result.stdout
-    (log,) = (tmp_path / "logs").glob("q*-w1.log")  # one log per worker, named after its queue too
-    assert "failed" in log.read_text()
+    logs = sorted((tmp_path / "logs").glob("q*-w*.log"))  # one log per worker, named after its queue too
+    assert len(logs) == 2
+    failed = [line.split(" failed ")[1] for log in logs for line in log.read_text().splitlines() if " failed " in line]
+    assert sorted(failed) == sorted({str(tmp_path / "a" / v / "seed-1") for v in ("none", "simp")})  # each tried once
 
 
 def test_compare_queue_refuses_a_comparison_given_after_skip(monkeypatch, capsys):

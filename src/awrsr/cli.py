@@ -323,6 +323,8 @@ def compare(
     from awrsr.experiments.compare import load_variants_file, run_compare
     from awrsr.experiments.runs import parse_sets
 
+    if variants_file and (variants != ["simp", "value", "add"] or key != "model.refine"):
+        raise ConfigError("--variants_file names the variants and their options; give it without --variants and --key")
     chosen = load_variants_file(variants_file) if variants_file else variants
     run_compare(
         base_config, chosen, seeds, output_dir, key=key, base=base, extra=parse_sets(set), report_only=report_only,

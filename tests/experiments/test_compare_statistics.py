@@ -67,7 +67,7 @@ def test_table_csv_columns_hold_what_their_headers_say(tmp_path):
 def fake_runs(monkeypatch, calls):
     """compare's run_or_reuse replaced: each run 'scores' seed / 8, plus 1 / 16 with refine add
     (binary fractions, so that differences are exact)."""
-    def run_or_reuse(config, options, run_dir, console, wait=True):
+    def run_or_reuse(config, options, run_dir, console, wait=True, fingerprints=None):
         calls.append((run_dir.parent.name, run_dir.name, options["train.seed"]))
         value = 0.125 * options["train.seed"] + (0.0625 if options.get("model.refine") == "add" else 0.0)
         return rec("x", 0, value)["metrics"]
@@ -125,3 +125,10 @@ def test_by_length_pairs_buckets_by_seed(monkeypatch):
 def test_by_length_edges_are_inclusive_upper_bounds():
     assert by_length.assign_buckets(np.array([1, 5, 6, 10, 11, 200, 201]), [5, 10, 200]).tolist() == [0, 0, 1, 1, 2, 2, 3]
     assert by_length.bucket_labels([1, 5]) == ["1", "2-5", ">5"]
+
+
+def test_an_improvement_over_a_reference_mean_of_zero_is_not_a_number(tmp_path):
+    records = [rec("none", 1, 0.0), rec("none", 2, 0.0), rec("add", 1, 0.01), rec("add", 2, 0.03)]
+    write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine")
+    md = (tmp_path / "table.md").read_text()
+    assert "| add | 0.0200 ± 0.0141 (n/a, p=0.295)" in md and "nan" not in md

@@ -16,6 +16,7 @@ from awrsr.experiments.compare import run_compare, tabulate
 from awrsr.experiments.runs import option_args, parse_sets
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.experiments.tune import grid, load_search_space, run_tune, trial_id
+from conftest import run_cli
 
 QUIET = Console(quiet=True)
 
@@ -378,19 +379,18 @@ def test_compare_tabulates_by_history_length(base_config, tmp_path):
     record = json.loads(original)
     record["dataset"]["sha256"] = "0" * 64
     metrics.write_text(json.dumps(record))
-    out = io.StringIO()
-    run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=Console(file=out, width=300),
-                report_only=True)
-    assert "no table by history length" in out.getvalue() and "not the dataset this run was trained on" in out.getvalue()
-    # the main table is written; no earlier breakdown is left beside it (nor drawn from)
-    assert (tmp_path / "table.md").is_file()
-    assert not (tmp_path / "by_length.md").exists() and not (tmp_path / "by_length.csv").exists()
+    # the main table would pair it with runs on the current data: refused, naming it
+    with pytest.raises(ConfigError, match=r"trained on different data .*add seed 1 on 000000000000"):
+        run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
+    # and where it would be reused for training, before anything trains
+    with pytest.raises(ArtifactError, match=r"add/seed-1 holds a finished run trained on other data \(fingerprint 000000000000"):
+        run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET)
     # plot refuses it too (its attention figure would be drawn on other data), before writing anything
     with pytest.raises(ArtifactError, match="not the dataset this model was trained on"):
         draw_figures(tmp_path, tmp_path / "after")
     assert not (tmp_path / "after").exists()
     metrics.write_text(original)
-    assert "ndcg_by_length.png" not in {f.name for f in draw_figures(tmp_path, tmp_path / "after")}
+    assert "ndcg_by_length.png" in {f.name for f in draw_figures(tmp_path, tmp_path / "after")}
 
 
 def test_by_length_pairs_only_runs_on_the_same_data_and_seeds(base_config, tmp_path):
@@ -480,8 +480,57 @@ def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, 
     other.join()
     assert "coming back to it last" in console.file.getvalue()
     finished = json.loads((done / "metrics.json").read_text())
-    assert table["add"]["ndcg@5"].mean == finished["test"]["ndcg@5"]  # its result, not a second training
+    assert table["add"]["ndcg@5"].mean == finished["test"]["ndcg@5"]
+    # its result, not a second training (which would give the same metrics on a CPU, but new timings)
+    assert (shared / "add" / "seed-1" / "metrics.json").read_bytes() == (done / "metrics.json").read_bytes()
     assert (shared / "none" / "seed-1" / "metrics.json").is_file()
+
+
+def test_finished_runs_are_reused_across_machine_options_and_moved_data_but_not_changed_data(base_config, tmp_path):
+    import polars as pl
+
+    from awrsr.data import DataConfig, SyntheticConfig, load_sequence_data
+    from awrsr.experiments.runs import DataFingerprints
+
+    events = load_sequence_data(DataConfig(synthetic=SyntheticConfig(num_users=80, num_items=20)))
+    frame = pl.DataFrame({"user_id": np.repeat(np.arange(len(events.sequences)), events.sequences.lengths),
+                          "item_id": events.sequences.items})
+    frame.write_csv(tmp_path / "a.csv")
+    base = tmp_path / "base.yaml"
+    base.write_text(f"data: {{path: {tmp_path / 'a.csv'}}}\nmodel: {{max_len: 10, hidden_size: 8, num_blocks: 1}}\n"
+                    "train: {max_epochs: 1}\n")
+    run_compare(str(base), ["add"], [1], tmp_path / "c", console=QUIET)
+    stored = {v: (tmp_path / "c" / v / "seed-1" / "metrics.json").read_bytes() for v in ("none", "add")}
+    # other threads, the same data at another path: reused, nothing trains
+    (tmp_path / "moved").mkdir()
+    shutil.copy(tmp_path / "a.csv", tmp_path / "moved" / "a.csv")
+    run_compare(str(base), ["add"], [1], tmp_path / "c", console=QUIET,
+                extra={"train.num_threads": "1", "data.path": str(tmp_path / "moved" / "a.csv")})
+    assert {v: (tmp_path / "c" / v / "seed-1" / "metrics.json").read_bytes() for v in ("none", "add")} == stored
+    # other data at the old path: refused before anything trains
+    frame.head(frame.height - 40).write_csv(tmp_path / "a.csv")
+    with pytest.raises(ArtifactError, match=r"none/seed-1 holds a finished run trained on other data"):
+        run_compare(str(base), ["add", "simp"], [1], tmp_path / "c", console=QUIET)
+    assert not (tmp_path / "c" / "simp").exists()
+    fingerprints = DataFingerprints()  # each dataset read once
+    assert fingerprints(DataConfig(path=str(tmp_path / "a.csv"))) != fingerprints(DataConfig(path=str(tmp_path / "moved" / "a.csv")))
+
+
+def test_compare_checks_its_options_before_training(base_config, tmp_path, capsys):
+    from awrsr.experiments.compare import variant_options
+
+    with pytest.raises(ConfigError, match=r"base 'plian' is not a variant of the variants file \(add, plain\)"):
+        variant_options({"add": {"model.refine": "add"}, "plain": {}}, "model.refine", "plian")
+    assert variant_options({"add": {"model.refine": "add"}, "plain": {}}, "model.refine", "plain")[0] == "plain"
+    ks = tmp_path / "ks.yaml"
+    ks.write_text("evaluation: {ks: [10, 20]}\n")
+    with pytest.raises(ConfigError, match=r"evaluation.ks \[10, 20\] lacks \[1, 5\], which the table reports"):
+        run_compare(str(ks), ["add"], [1], tmp_path / "c", console=QUIET)
+    assert not (tmp_path / "c").exists()
+    variants = tmp_path / "v.yaml"
+    variants.write_text("plain: {}\nadd: {model.refine: add}\n")
+    code, _, err = run_cli(capsys, "compare", base_config, "--variants_file", str(variants), "--variants", "[simp]")
+    assert code == 2 and "give it without --variants and --key" in err
 
 
 def test_compare_named_variants_from_a_file(base_config, tmp_path):

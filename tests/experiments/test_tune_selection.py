@@ -19,7 +19,7 @@ SCRIPT = {0.1: (0.30, 0.10), 0.01: (0.20, 0.50), 0.001: (0.25, 0.00), 0.0001: (0
 def trials(monkeypatch, tmp_path):
     calls = []
 
-    def run_or_reuse(config, options, run_dir, console, wait=True, print_test=True):
+    def run_or_reuse(config, options, run_dir, console, wait=True, print_test=True, fingerprints=None):
         calls.append(options["train.lr"])
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.yaml").write_text(yaml.safe_dump({"train": {"lr": options["train.lr"]}}))

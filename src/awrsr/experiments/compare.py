@@ -18,7 +18,7 @@ from rich.console import Console
 
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
-from awrsr.experiments.runs import finished_run, option_args, run_or_reuse, run_status
+from awrsr.experiments.runs import DataFingerprints, finished_run, option_args, run_or_reuse, run_status
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, user_path, write_text_atomic
 from awrsr.strict_yaml import check_unique_keys
@@ -39,6 +39,9 @@ class Cell:
     is_reference: bool = False
 
 
+DEFAULT_BASE = "none"  # the base's value of model.refine; for a variants file: its entry `base`, else the first
+
+
 def variant_options(
     variants: Sequence[str] | Mapping[str, Mapping[str, Any]], key: str, base: str
 ) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -51,6 +54,8 @@ def variant_options(
             raise ConfigError("the variants file names no variant")
         named = {str(name): dict(options or {}) for name, options in variants.items()}
         check_variant_names(list(named))
+        if base != DEFAULT_BASE and base not in named:  # a misspelt base would silently invert the table
+            raise ConfigError(f"base {base!r} is not a variant of the variants file ({', '.join(named)})")
         base = base if base in named else next(iter(named))
         return base, {base: named[base], **named}
     values = {value_name(base): base}
@@ -120,6 +125,12 @@ def check_variant(config: str, options: dict[str, Any], name: str) -> dict[str, 
         build_model(resolved["model"], num_items=8)
     except ConfigError as err:
         raise ConfigError(f"variant {name!r}: {err}") from None
+    needed = sorted({int(m.split("@")[1]) for m in TABLE_METRICS} - set(resolved["evaluation"].ks))
+    if needed:  # the table's columns are Recall@1, Recall@5, NDCG@5 and NDCG@10
+        raise ConfigError(
+            f"variant {name!r}: evaluation.ks {resolved['evaluation'].ks} lacks {needed}, which the table reports; "
+            "add them to evaluation.ks in the base config (e.g. ks: [1, 5, 10, 20])"
+        )
     return resolved
 
 
@@ -185,10 +196,14 @@ def run_compare(
     else:
         # Runs another process is training are left for last, then awaited: several processes
         # may share one comparison directory without training anything twice.
+        fingerprints = DataFingerprints()  # a finished run is reused only on the data read now
         for wait in (False, True):
             for name, seed in [r for r in runs if r not in results]:
                 console.rule(f"{name}, seed {seed}")
-                metrics = run_or_reuse(config, run_options(name, seed), output_dir / name / f"seed-{seed}", console, wait)
+                metrics = run_or_reuse(
+                    config, run_options(name, seed), output_dir / name / f"seed-{seed}", console, wait,
+                    fingerprints=fingerprints,
+                )
                 if metrics is not None:
                     results[name, seed] = metrics
                 else:
@@ -203,6 +218,7 @@ def run_compare(
     ]
     if not records:
         raise ConfigError(f"{output_dir}: no finished run of this comparison yet (missing: {', '.join(missing)})")
+    check_one_dataset_per_data_config(records, resolved)
     table = tabulate(records, base, references=references)
     write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
     # soft_wrap and no markup: a Markdown table must come out copyable, never cut at the terminal width
@@ -217,6 +233,23 @@ def run_compare(
             stale.unlink(missing_ok=True)
         console.print(f"[yellow]no table by history length: {err}[/yellow]")
     return table
+
+
+def check_one_dataset_per_data_config(records: list[dict], resolved: Mapping[str, Mapping[str, Any]]) -> None:
+    """A ConfigError if runs whose variants read the same data config were trained on different
+    data (the file changed between them): the table would pair them as if they were not."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for r in records:
+        key = json.dumps(asdict(resolved[r["variant"]]["data"]), sort_keys=True, default=str)
+        sha = str((r["metrics"].get("dataset") or {}).get("sha256", "not recorded"))
+        groups.setdefault(key, {}).setdefault(sha, []).append(f"{r['variant']} seed {r['seed']}")
+    for by_sha in groups.values():
+        if len(by_sha) > 1:
+            listed = "; ".join(f"{', '.join(runs)} on {sha[:12]}" for sha, runs in by_sha.items())
+            raise ConfigError(
+                f"these runs read the same data config but were trained on different data (the file changed "
+                f"between them): {listed}. Delete the stale runs to train them again, or use another output_dir"
+            )
 
 
 def split_references(options: dict[str, dict[str, Any]], base: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
@@ -313,7 +346,8 @@ def write_outputs(
             cell = f"{c.mean:.4f} ± {c.std:.4f}" if c.runs > 1 else f"{c.mean:.4f}"  # no spread from one run
             if c.pairs:
                 p = f"{c.p_value:.3f}" if c.pairs > 1 else "n/a"  # a t-test needs two pairs
-                cell += f" ({c.improvement:+.2f}%, p={p})"
+                gain = "n/a" if math.isnan(c.improvement) else f"{c.improvement:+.2f}%"  # a reference mean of 0
+                cell += f" ({gain}, p={p})"
             elif not c.is_reference:
                 cell += f" (no seed shared with {reference})"
             cells.append(cell)

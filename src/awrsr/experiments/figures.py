@@ -273,8 +273,9 @@ def draw_figures(
 
 
 def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
-    """{label: run directories}: the run itself, or a comparison's finished seeds per variant (in
-    seed order); anything else (missing, unfinished, a tune directory) is an ``ArtifactError``."""
+    """{label: run directories}: the run itself, or a comparison's finished seeds per variant (the
+    runs its runs.csv tabulates, in its order; without one, every finished seed by number);
+    anything else (missing, unfinished, a tune directory) is an ``ArtifactError``."""
     if not directory.is_dir():
         raise ArtifactError(f"{directory} is a file, not a run or compare directory" if directory.exists()
                             else f"run directory not found: {directory}")
@@ -286,24 +287,26 @@ def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
     # nothing to compare, and different models must never be averaged as if they were seeds
     if not all(is_seed_run(run, directory) for run in runs_inside(directory)):
         raise collection_error(directory)
-    runs = {}
-    for variant in _variant_dirs(directory, out):
-        seeds = sorted((p for p in variant.iterdir() if (p / METRICS_FILE).is_file()), key=_seed_order)
-        if seeds:
-            runs[variant.name] = seeds
+    runs: dict[str, list[Path]] = {}
+    if (directory / "runs.csv").is_file():  # the table's runs, no others: figures must agree with it
+        table = read_result_table(directory / "runs.csv", ["variant", "seed"])
+        for variant, seed in zip(table["variant"].cast(pl.Utf8).to_list(), table["seed"].cast(pl.Utf8).to_list()):
+            run = directory / variant / f"seed-{seed}"
+            if (run / METRICS_FILE).is_file():
+                runs.setdefault(variant, []).append(run)
+    else:
+        for variant in _variant_dirs(directory, out):
+            seeds = sorted((p for p in variant.iterdir() if (p / METRICS_FILE).is_file()), key=_seed_order)
+            if seeds:
+                runs[variant.name] = seeds
     if not runs:
         raise ArtifactError(f"{directory}: neither a finished run directory nor a compare directory with a finished run")
     return runs
 
 
 def _variant_dirs(directory: Path, out: Path) -> list[Path]:
-    """The variant directories of a compare directory, in the order of its runs.csv (base first)
-    when it has one, else by name."""
-    found = sorted(p for p in directory.iterdir() if p.is_dir() and p != out and not p.name.startswith("."))
-    order: list[str] = []
-    if (directory / "runs.csv").is_file():
-        order = list(dict.fromkeys(read_result_table(directory / "runs.csv", ["variant"])["variant"].cast(pl.Utf8).to_list()))
-    return sorted(found, key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name))
+    """The variant directories of a compare directory without a runs.csv, by name."""
+    return sorted(p for p in directory.iterdir() if p.is_dir() and p != out and not p.name.startswith("."))
 
 
 def _seed_order(run_dir: Path) -> tuple[int, str]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import fields, is_dataclass
+from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import yaml
 from filelock import Timeout
@@ -37,12 +37,37 @@ def parse_sets(sets: Sequence[str] | None) -> dict[str, str]:
 
 
 RESOLVED_SECTIONS = ("data", "model", "train", "evaluation")
+# A finished run is reused whatever machine trained it (threads, accelerator, progress bar), and,
+# where its data is checked by fingerprint (``DataFingerprints``), wherever its data file lay.
+MACHINE_OPTIONS = {"train": {"num_threads", "accelerator", "progress_bar"}}
+REUSABLE_CHANGES = {**MACHINE_OPTIONS, "data": {"path"}}
 
 
-def finished_run(config: str, options: dict[str, Any], run_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+class DataFingerprints:
+    """The sha256 fingerprint of the data a data config reads now, each dataset read once: a
+    finished run is reused only if its data is still the data (a file edited since would
+    otherwise pair old runs with new ones in one table)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, str] = {}
+
+    def __call__(self, data: Any) -> str:
+        from awrsr.data import load_sequence_data
+
+        key = json.dumps(asdict(data), sort_keys=True, default=str)
+        if key not in self._cache:
+            self._cache[key] = load_sequence_data(data).fingerprint.sha256
+        return self._cache[key]
+
+
+def finished_run(
+    config: str, options: dict[str, Any], run_dir: Path, fingerprints: Callable[[Any], str] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The resolved fit arguments of ``config`` with ``options`` in ``run_dir``, and the metrics
     of the finished run there (None if it has not finished). A finished run of another
-    configuration is an error: its directory cannot hold this one."""
+    configuration is an error (its directory cannot hold this one), other than in the machine's
+    options, and, with ``fingerprints``, in data.path; with ``fingerprints`` so is a run trained
+    on other data than the data read now."""
     args = ["--config", config, *option_args(options), "--train.progress_bar", "false", "--output_dir", str(run_dir)]
     resolved = load_fit_config(args)
     metrics_file = run_dir / METRICS_FILE
@@ -51,18 +76,28 @@ def finished_run(config: str, options: dict[str, Any], run_dir: Path) -> tuple[d
     except (OSError, ValueError):  # absent, or unreadable: not finished (training rewrites it)
         return resolved, None
     stored = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).is_file() else {}
-    differing = config_differences(stored or {}, {k: resolved[k] for k in RESOLVED_SECTIONS})
+    ignore = REUSABLE_CHANGES if fingerprints is not None else MACHINE_OPTIONS
+    differing = config_differences(stored or {}, {k: resolved[k] for k in RESOLVED_SECTIONS}, ignore=ignore)
     if differing:
         raise ArtifactError(
             f"{run_dir} holds a finished run of another configuration (differs in {', '.join(differing[:6])}); "
             "use another output_dir"
         )
+    if fingerprints is not None:
+        trained_on = ((metrics.get("dataset") if isinstance(metrics, dict) else None) or {}).get("sha256")
+        now = fingerprints(resolved["data"])
+        if trained_on is not None and trained_on != now:
+            raise ArtifactError(
+                f"{run_dir} holds a finished run trained on other data (fingerprint {trained_on[:12]}; the data "
+                f"read now is {now[:12]}): the data changed since. Delete that run to train it again on "
+                "this data, or use another output_dir"
+            )
     return resolved, metrics
 
 
 def run_or_reuse(
     config: str, options: dict[str, Any], run_dir: Path, console: Console, wait: bool = True,
-    print_test: bool = True,
+    print_test: bool = True, fingerprints: Callable[[Any], str] | None = None,
 ) -> dict[str, Any] | None:
     """Metrics of the fit of ``config`` with ``options`` in ``run_dir``. A finished run (its
     metrics.json exists) is never trained again, but only if it was made with exactly this
@@ -70,10 +105,11 @@ def run_or_reuse(
     continues from its last checkpoint. While another process trains the run, this one waits for
     it and reuses its result, or with ``wait=False`` returns None at once. ``print_test=False``
     prints validation metrics only (tune). A run that fails before writing anything leaves none
-    of the folders this call made for it."""
+    of the folders this call made for it. ``fingerprints`` checks a finished run's data (see
+    ``finished_run``)."""
     from awrsr.workflows import discard_unwritten_run, first_missing_folder, fit, run_lock
 
-    resolved, metrics = finished_run(config, options, run_dir)
+    resolved, metrics = finished_run(config, options, run_dir, fingerprints)
     if metrics is not None:
         return metrics
     created = first_missing_folder(run_dir)
@@ -86,7 +122,7 @@ def run_or_reuse(
         console.print(f"[dim]{run_dir}: another process is training it; waiting for its result[/dim]")
         lock.acquire()
     try:
-        resolved, metrics = finished_run(config, options, run_dir)  # it may have finished meanwhile
+        resolved, metrics = finished_run(config, options, run_dir, fingerprints)  # it may have finished meanwhile
         if metrics is not None:
             return metrics
         resume = (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file()

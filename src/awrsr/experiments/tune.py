@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from awrsr.errors import ConfigError, TrainingDiverged
-from awrsr.experiments.runs import known_keys, option_args, run_or_reuse
+from awrsr.experiments.runs import DataFingerprints, known_keys, option_args, run_or_reuse
 from awrsr.files import csv_text, output_directory, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
 from awrsr.strict_yaml import check_unique_keys
@@ -101,6 +101,7 @@ def run_tune(
     if max_trials is not None and max_trials < len(trials):
         trials = random.Random(sample_seed).sample(trials, max_trials)
     rows, done = [], set()
+    fingerprints = DataFingerprints()  # a finished trial is reused only on the data read now
     with Progress(console=console, transient=False) as progress:
         task = progress.add_task(f"{len(trials)} trials", total=len(trials))
         # Trials another process is training are left for last, then awaited (see run_or_reuse):
@@ -112,7 +113,10 @@ def run_tune(
                     continue
                 try:
                     # validation only on screen: a tune must not invite a look at the test scores
-                    metrics = run_or_reuse(config, {**(extra or {}), **params}, run_dir, console, wait, print_test=False)
+                    metrics = run_or_reuse(
+                        config, {**(extra or {}), **params}, run_dir, console, wait, print_test=False,
+                        fingerprints=fingerprints,
+                    )
                 except (ConfigError, TrainingDiverged) as err:  # an impossible combination (e.g. 64 not divisible by 3 heads), or a learning rate too high
                     console.print(f"[yellow]skipped {params}: {err}[/yellow]")
                     done.add(run_dir.name)
