@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from awrsr.data import DataConfig, leave_one_out, load_sequence_data
+from awrsr.data import DataConfig, leave_one_out, load_sequence_data, read_interactions
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 ML1M = SHARED / "ml-1m" / "ml-1m.txt"
@@ -67,3 +67,15 @@ def test_beauty_counts_match_the_published_ones():
     assert (data.num_users, data.num_items, len(data.sequences.items)) == (22_363, 12_101, 198_502)
     assert "already satisfied" in data.stats.kcore
     assert load_sequence_data(DataConfig(path=need(BEAUTY))).fingerprint == data.fingerprint
+
+
+@pytest.mark.parametrize(("relative", "users", "items", "interactions"), [
+    ("ml-1m/ml-1m_iclrec.txt", 6_039, 3_416, 999_572),  # seq
+    ("beauty/beauty_bert4rec.txt", 40_226, 54_542, 353_962),  # pairs
+    ("sports/Sports_and_Outdoors.txt", 35_598, 18_357, 296_337),
+    ("toys/Toys_and_Games.txt", 19_412, 11_924, 167_597),
+    ("yelp/Yelp.txt", 30_431, 20_033, 316_354),
+])
+def test_every_staged_sequence_file_reads_as_sequences(relative, users, items, interactions):
+    frame = read_interactions(need(SHARED / relative), DataConfig())  # none is taken for a table
+    assert (frame["user"].n_unique(), frame["item"].n_unique(), frame.height) == (users, items, interactions)

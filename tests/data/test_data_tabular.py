@@ -1,5 +1,7 @@
 """CSV / TSV / Parquet files and in-memory frames with user-chosen column names."""
 
+import re
+
 import polars as pl
 import pytest
 
@@ -221,7 +223,7 @@ def test_bad_timestamp_among_numbers_names_its_line_and_value(tmp_path):
 @pytest.mark.parametrize(("text", "line"), [
     ("\n\nuser_id,item_id,ts\n1,1,5\n1,2,x\n", 5),  # blank lines before the header are skipped
     ('user_id,item_id,ts\n1,"a\nb",5\n1,2,x\n', 4),  # a quoted value spanning two lines
-    ("user_id,item_id,ts\r\n1,1,5\r\n\r\n1,2,7\r\n", 3),  # a blank line is a row of nulls
+    ("user_id,item_id,ts\r\n1,1,5\r\n\r\n,2,7\r\n", 4),  # a blank line is skipped but counted
 ])
 def test_line_numbers_follow_the_file_not_the_row_count(tmp_path, text, line):
     path = tmp_path / "events.csv"
@@ -285,3 +287,125 @@ def test_has_header_must_be_a_bool():
     assert DataConfig().has_header is True
     with pytest.raises(ConfigError, match="data.has_header"):
         DataConfig(has_header="no")
+
+
+# --- pandas frames: missing values and numbered columns ----------------------------------------
+
+
+@pytest.mark.parametrize("missing", ["none", "nan", "na"])
+def test_missing_pandas_ids_are_empty_not_the_text_nan(missing):
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+    value = {"none": None, "nan": np.nan, "na": pd.NA}[missing]
+    frame = pd.DataFrame({"user_id": pd.Series(["a", value, "b", value], dtype=object), "item_id": [1, 2, 3, 4]})
+    with pytest.raises(DataError, match=r"<frame>: row 1 \(0-based\): column 'user_id' \(data.user_col\) is empty"):
+        read_interactions(frame, DataConfig())
+
+
+def test_a_blank_id_read_by_pandas_is_empty():
+    pd = pytest.importorskip("pandas")
+    import io
+
+    frame = pd.read_csv(io.StringIO('user_id,item_id\nu1,1\n"",2\nu2,3\n'))  # a string column with NaN
+    with pytest.raises(DataError, match=r"row 1 \(0-based\): column 'user_id' .* is empty"):
+        read_interactions(frame, DataConfig())
+
+
+def test_pandas_columns_numbered_by_read_csv_are_named_by_their_text():
+    pd = pytest.importorskip("pandas")
+    import io
+
+    frame = pd.read_csv(io.StringIO("1,10,5\n1,11,4\n"), header=None)  # labels 0, 1, 2 (ints)
+    out = read_interactions(frame, DataConfig(user_col="0", item_col="1", time_col="2"))
+    assert out["item"].to_list() == [10, 11] and out["timestamp"].to_list() == [5, 4]
+    twice = pd.DataFrame([[1, 2, 3]], columns=["user_id", "user_id", "item_id"])
+    with pytest.raises(DataError, match="2 columns are named 'user_id'"):
+        read_interactions(twice, DataConfig())
+
+
+# --- float ids Int64 cannot hold ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    (float("inf"), "inf"), (float("-inf"), "-inf"), (1e30, "1e+30"), (2.0**63, "9.223372036854776e+18"),
+])
+def test_float_ids_beyond_int64_name_their_row_and_value(tmp_path, value, shown):
+    path = tmp_path / "ids.parquet"
+    pl.DataFrame({"user_id": [1, 1, 2], "item_id": [3.0, value, 4.0]}).write_parquet(path)
+    where = r"ids.parquet: row 1 \(0-based\): column 'item_id'"
+    with pytest.raises(DataError, match=rf"{where} .*holds {re.escape(shown)}, outside the 64-bit integer range"):
+        read_interactions(path, DataConfig())
+
+
+def test_the_smallest_int64_is_still_an_id():
+    frame = pl.DataFrame({"user_id": [1.0], "item_id": [-(2.0**63)]})
+    assert read_interactions(frame, DataConfig())["item"].to_list() == [-(2**63)]
+
+
+# --- quotes, blank lines and spaces in CSV/TSV files ----------------------------------------------
+
+
+def test_a_quote_in_a_file_that_quotes_nothing_is_a_plain_character(tmp_path):
+    path = tmp_path / "products.csv"
+    path.write_text('user_id,item_id,title\n7,3,15" monitor\n' + "7,4,cable\n" * 50 + ",5,x\n")
+    with pytest.raises(DataError, match=r"products.csv:53: column 'user_id'"):  # read, lines still right
+        read_interactions(path, DataConfig())
+    path.write_text('user_id,item_id,title\n7,3,15" monitor\n7,4,cable\n')
+    frame = read_interactions(path, DataConfig())
+    assert frame["item"].to_list() == [3, 4]
+
+
+def test_a_quote_inside_an_unquoted_value_of_a_quoting_file_names_its_line(tmp_path):
+    path = tmp_path / "products.csv"
+    path.write_text('user_id,item_id,title\n7,2,"a ""b"", c"\n7,3,15" monitor\n7,4,cable\n')
+    with pytest.raises(DataError) as err:
+        read_interactions(path, DataConfig())
+    assert str(err.value) == f'{path}:3: the value \'15" monitor\' holds a \'"\' but is not quoted; write it as "15"" monitor"'
+
+
+@pytest.mark.parametrize("text", [
+    "user_id,item_id\n1,10\n\n1,11\n",
+    "user_id,item_id\n1,10\n1,11\n\n\n",  # at the end
+    "user_id,item_id\r\n1,10\r\n   \r\n1,11\r\n \t \r\n",  # whitespace only, CRLF
+])
+def test_blank_lines_are_skipped(tmp_path, text):
+    path = tmp_path / "blank.csv"
+    path.write_bytes(text.encode())
+    frame = read_interactions(path, DataConfig())
+    assert frame["item"].to_list() == [10, 11] and frame["row"].to_list() == [0, 1]
+
+
+def test_blank_lines_are_skipped_without_a_header_too(tmp_path):
+    path = tmp_path / "blank.tsv"
+    config = DataConfig(has_header=False, user_col="column_1", item_col="column_2")
+    path.write_text("\n1\t10\n\n1\t11\n")
+    assert read_interactions(path, config)["item"].to_list() == [10, 11]
+    path.write_text("\n1\t10\n\n1\t11\n\t12\n")  # lines count the blank ones
+    with pytest.raises(DataError, match=r"blank.tsv:5: column 'column_1' \(data.user_col\) is empty"):
+        read_interactions(path, config)
+
+
+@pytest.mark.parametrize(("name", "text", "line"), [
+    ("seps.csv", "user_id,item_id\n1,10\n\n,\n1,11\n", 4),  # a line of separators is a row of empty values
+    ("seps.tsv", "user_id\titem_id\n1\t10\n \t \n1\t11\n", 3),
+    ("seps.csv", "user_id,item_id\n1,10\n\n1,11\n,12\n", 5),  # errors after a blank line name the right line
+])
+def test_a_line_of_separators_is_not_blank(tmp_path, name, text, line):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(DataError, match=rf"{name}:{line}: column 'user_id' \(data.user_col\) is empty"):
+        read_interactions(path, DataConfig())
+
+
+@pytest.mark.parametrize("sep", [",", "\t"])
+def test_spaces_around_ids_are_not_part_of_them(tmp_path, sep):
+    path = tmp_path / ("events.csv" if sep == "," else "events.tsv")
+    path.write_text(f"user_id{sep}item_id\n1{sep} 10\n1{sep}10\n u2 {sep}sku \nu2{sep}sku\n")
+    frame = read_interactions(path, DataConfig())
+    assert frame["user"].to_list() == ["1", "1", "u2", "u2"] and frame["item"].to_list() == ["10", "10", "sku", "sku"]
+    path.write_text(f"user_id{sep}item_id\n1{sep} 10\n1{sep}10\n")
+    frame = read_interactions(path, DataConfig())
+    assert frame.schema["item"] == pl.Int64 and frame["item"].to_list() == [10, 10]
+    path.write_text(f'user_id{sep}item_id\n1{sep}10\n1{sep}"  "\n')
+    with pytest.raises(DataError, match=r":3: column 'item_id' \(data.item_col\) is empty"):
+        read_interactions(path, DataConfig())

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from awrsr.data import DataConfig, load_sequence_data, read_interactions
-from awrsr.errors import DataError
+from awrsr.errors import ConfigError, DataError
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -134,3 +134,134 @@ def test_movielens_bad_line(tmp_path, line, fragment):
     with pytest.raises(DataError) as err:
         read_interactions(path, DataConfig())
     assert "ratings.dat:10:" in str(err.value) and fragment in str(err.value)
+
+
+# --- what counts as an integer id, and tables that look like sequence files -------------------
+
+
+@pytest.mark.parametrize("token", [
+    "7", "+7", "-7", "007", "-0", "1_000", "１２", "٣", "²", "+-1", "0x10", "1e3", "+", "-",
+    "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+    "0" * 30 + "7", "1" * 5000,
+])
+def test_is_int_agrees_with_the_vectorised_cast(token):
+    from awrsr.data.text_formats import _is_int
+
+    assert _is_int(token) == (pl.Series([token]).cast(pl.Int64, strict=False)[0] is not None)
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("1 10\n1 1_000\n", "'1_000'"),  # int() takes it, polars does not
+    ("1 10\n1 1１\n", "'1１'"),  # a full-width digit
+    ("1 10\n1 2\x1c3\n", r"'2\x1c3'"),  # str.split() cuts at \x1c, polars' tokens do not
+])
+def test_ids_polars_rejects_are_a_data_error_naming_the_line(tmp_path, text, fragment):
+    path = write(tmp_path, "odd.txt", text)
+    with pytest.raises(DataError) as err:
+        read_interactions(path, DataConfig())
+    assert "odd.txt:2:" in str(err.value) and fragment in str(err.value)
+
+
+def test_a_line_the_integer_check_cannot_fault_is_still_a_data_error(tmp_path, monkeypatch):
+    # should _is_int ever accept what polars rejects again, the error must not become StopIteration
+    monkeypatch.setattr("awrsr.data.text_formats._is_int", lambda token: True)
+    path = write(tmp_path, "odd.txt", "1 10\n1 x\n")
+    with pytest.raises(DataError, match=r"odd.txt:2: cannot read '1 x'"):
+        read_interactions(path, DataConfig())
+
+
+UDATA = "196\t242\t3\t881250949\n186\t302\t3\t891717742\n22\t377\t1\t878887116\n196\t51\t2\t880606923\n"
+
+
+def test_a_table_is_not_read_as_sequences(tmp_path):
+    path = write(tmp_path, "u.data", UDATA)  # MovieLens-100K: user item rating timestamp
+    with pytest.raises(DataError) as err:
+        read_interactions(path, DataConfig())
+    message = str(err.value)
+    assert message.startswith(f"{path}: ") and "lines 1 (" in message and "and 4 (" in message
+    for hint in ("data.format tsv", "data.separator", "data.has_header false", "data.user_col column_1",
+                 "data.item_col column_2", "data.time_col column_4"):
+        assert hint in message
+    # ... and read the way the message says, it is the table it is
+    config = DataConfig(format="tsv", has_header=False, user_col="column_1", item_col="column_2", time_col="column_4")
+    assert read_interactions(path, config)["item"].to_list() == [242, 302, 377, 51]
+
+
+def test_a_table_with_a_header_is_told_to_name_its_columns(tmp_path):
+    path = write(tmp_path, "ratings.txt", "user item rating ts\n1 10 4 100\n1 11 3 101\n")
+    with pytest.raises(DataError, match=r"lines 2 .* and 3 .*naming its columns \('user', 'item', 'rating', 'ts'\)"):
+        read_interactions(path, DataConfig())
+
+
+@pytest.mark.parametrize("text", [
+    "1 10 11 12\n2 10 11 12\n3 12 13 14\n",  # sequences of equal length, one line per user
+    "1 10\n1 11\n2 12\n",  # pairs: a user on many lines
+    "1 10 11\n1 12\n2 13 14\n",  # a user on two lines of different lengths
+])
+def test_sequence_and_pair_files_are_not_tables(tmp_path, text):
+    path = write(tmp_path, "seq.txt", text)
+    assert read_interactions(path, DataConfig()).height == sum(len(line.split()) - 1 for line in text.splitlines())
+
+
+# --- options a format would ignore ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("option", [
+    {"time_col": "ts"}, {"separator": "\t"}, {"has_header": False}, {"user_col": "u"}, {"item_col": "i"},
+])
+@pytest.mark.parametrize(("name", "text", "fmt"), [
+    ("pairs.txt", "1 10\n1 11\n", "auto"), ("pairs.txt", "1 10\n1 11\n", "whitespace"),
+    ("ratings.dat", RATINGS, "auto"), ("ratings.dat", RATINGS, "movielens"),
+])
+def test_column_options_for_a_format_with_fixed_fields_are_config_errors(tmp_path, option, name, text, fmt):
+    path = write(tmp_path, name, text)
+    with pytest.raises(ConfigError) as err:
+        read_interactions(path, DataConfig(format=fmt, **option))
+    read_as = "movielens" if name == "ratings.dat" else "whitespace"
+    assert f"data.{next(iter(option))} set" in str(err.value) and f"read as {read_as}" in str(err.value)
+
+
+def test_default_options_written_out_are_fine(tmp_path):
+    path = write(tmp_path, "pairs.txt", "1 10\n1 11\n")
+    config = DataConfig(user_col="user_id", item_col="item_id", time_col=None, separator=None, has_header=True)
+    assert read_interactions(path, config).height == 2
+
+
+# --- byte-order marks and line endings -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "text"), [("pairs.txt", "1 10\n1 11\n"), ("ratings.dat", RATINGS)])
+def test_a_utf8_byte_order_mark_is_ignored(tmp_path, name, text):
+    plain, marked = tmp_path / name, tmp_path / f"bom-{name}"
+    plain.write_bytes(text.encode())
+    marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_interactions(marked, DataConfig()).equals(read_interactions(plain, DataConfig()))
+
+
+@pytest.mark.parametrize(("raw", "line"), [
+    (b"\xef\xbb\xbf1 2\n1 3\n\xff 4\n", 3),  # the mark's bytes are no line
+    (b"1 2\r1 3\r\r\xff 4\r", 4),  # old-Mac line endings
+    (b"1 2\r\n1 3\r\n\r\n\xff 4\r\n", 4),
+])
+def test_invalid_utf8_line_counts_marks_and_line_endings(tmp_path, raw, line):
+    path = tmp_path / "bytes.txt"
+    path.write_bytes(raw)
+    with pytest.raises(DataError, match=rf"bytes.txt:{line}: not valid UTF-8"):
+        read_interactions(path, DataConfig())
+
+
+def test_a_lone_carriage_return_ends_a_line(tmp_path):
+    path = tmp_path / "mac.txt"
+    path.write_bytes(b"1 10\r1 11\r2 12\r")
+    frame = read_interactions(path, DataConfig())
+    assert frame["user"].to_list() == [1, 1, 2] and frame["item"].to_list() == [10, 11, 12]
+    path.write_bytes(b"3::10::4::5\r3::11::4::6\r")
+    assert read_interactions(path, DataConfig(format="movielens"))["timestamp"].to_list() == [5, 6]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_line_numbers_are_an_editors_for_every_line_ending(tmp_path, newline):
+    path = tmp_path / "lines.txt"
+    path.write_bytes(newline.join(["1 10", "", "1 11", "1 x", ""]).encode())
+    with pytest.raises(DataError, match=r"lines.txt:4: .*'x'"):
+        read_interactions(path, DataConfig())

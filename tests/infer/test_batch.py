@@ -190,10 +190,18 @@ def test_a_log_with_no_known_item_is_an_error_even_when_unknown_ids_are_ignored(
         recommend_log(recommender, log, DataConfig(path=str(log)), unknown="ignore")
 
 
-def test_a_file_suffix_beats_the_training_format_and_empty_strings_clear_options():
+def test_a_file_suffix_beats_the_training_format_and_empty_strings_clear_options(tmp_path):
     stored = {"format": "whitespace", "time_col": "ts", "separator": ";"}
     assert log_data_config(stored, "events.csv").format == "auto"  # read by its suffix, not as whitespace
-    assert log_data_config(stored, "events.txt").format == "whitespace"
+    txt = log_data_config(stored, "events.txt")
+    assert (txt.format, txt.time_col, txt.separator) == ("whitespace", None, None)  # no columns to name there
+    # a model trained on a CSV with its own column names scores a whitespace log that auto detects
+    log = tmp_path / "events.txt"
+    log.write_text("1 5 6\n")
+    csv_trained = {"format": "auto", "user_col": "visitor", "item_col": "product", "time_col": "ts"}
+    config = log_data_config(csv_trained, str(log))
+    assert (config.user_col, config.item_col, config.time_col) == ("user_id", "item_id", None)
+    assert read_user_histories(log, config, Vocabulary([5, 6]), unknown="error").histories.to_lists() == [[1, 2]]
     assert log_data_config(stored, "events.csv", format="tsv").format == "tsv"
     cleared = log_data_config(stored, "events.csv", time_col="", separator="")
     assert cleared.time_col is None and cleared.separator is None

@@ -10,7 +10,7 @@ import polars as pl
 from awrsr.data.config import DataConfig
 from awrsr.data.tabular import is_frame, read_frame, read_table_file
 from awrsr.data.text_formats import read_movielens, read_whitespace
-from awrsr.errors import DataError
+from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path
 
 _BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv"}
@@ -66,8 +66,32 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
     if compressed:  # else read as text, it fails on "invalid UTF-8" or worse
         raise DataError(f"{source}: is {compressed}-compressed; decompress it first (or save the data as Parquet)")
     fmt = detect_format(path) if config.format == "auto" else config.format
+    check_options_apply(config, fmt, source)
     if fmt == "whitespace":
         return read_whitespace(path)
     if fmt == "movielens":
         return read_movielens(path)
     return read_table_file(path, fmt, config)
+
+
+# Options for files with named columns; whitespace and movielens files have fixed fields.
+COLUMN_OPTIONS = ("user_col", "item_col", "time_col", "separator", "has_header")
+
+
+def check_options_apply(config: DataConfig, fmt: str, source: str | Path) -> None:
+    """A ConfigError if ``config`` sets column options for a file read as ``whitespace`` or
+    ``movielens``: those formats would silently ignore them.
+
+    >>> check_options_apply(DataConfig(time_col="ts"), "csv", "events.csv")  # used: fine
+    """
+    if fmt not in ("whitespace", "movielens"):
+        return
+    default = DataConfig()
+    set_options = [f"data.{name}" for name in COLUMN_OPTIONS if getattr(config, name) != getattr(default, name)]
+    if set_options:
+        auto = config.format == "auto"
+        how = "data.format auto picked it from the file's name and first line" if auto else f"data.format {fmt}"
+        raise ConfigError(
+            f"{', '.join(set_options)} set, but {source} is read as {fmt} ({how}), whose fields are fixed and "
+            "would ignore them: remove them, or set data.format to csv, tsv or parquet if the file has columns"
+        )

@@ -6,7 +6,9 @@ the source is ignored. Ids may be integers or strings; times may be numbers, dat
 
 from __future__ import annotations
 
+import codecs
 import csv
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,8 +26,9 @@ from awrsr.errors import DataError
 def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
     """Read a ``csv``, ``tsv`` or ``parquet`` file into the interaction frame.
 
-    Parquet columns keep their own types. CSV/TSV ids are read as text and become integers only
-    when every value is written as one canonically (``7`` or ``7.0``, not ``007`` or ``+7``).
+    Parquet columns keep their own types. CSV/TSV ids are read as text without surrounding
+    whitespace and become integers only when every value is written as one canonically (``7`` or
+    ``7.0``, not ``007`` or ``+7``); blank lines are skipped.
     """
     if fmt == "parquet":
         return _from_columns(_read(path, fmt, lambda: pl.read_parquet(path)), config, str(path), None)
@@ -33,8 +36,9 @@ def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
     frame = _read(path, fmt, lambda: _read_text_table(path, sep, config), lambda: _first_bad_line(path, sep))
     lines = TextLines(path, sep, config.has_header)
     _check_header(frame.columns, config, lines)
-    ids = [name for name in (config.user_col, config.item_col) if name in frame.columns]
-    frame = frame.with_columns(_canonical_ints(frame.get_column(name)) for name in ids)
+    frame = _drop_blank_lines(frame, lines)
+    ids = [name for name in (config.user_col, config.item_col) if frame.schema.get(name) == pl.String]
+    frame = frame.with_columns(_canonical_ints(_stripped(frame.get_column(name))) for name in ids)
     return _from_columns(frame, config, str(path), lines)
 
 
@@ -53,8 +57,9 @@ def _read(
 
 def _first_bad_line(path: Path, sep: str) -> str | None:
     """``"<line>: <what>"`` for the first line of a CSV/TSV file that is not valid UTF-8, has more
-    fields than the first row or a broken quote, else the first with fewer fields; None if none of
-    these (the caller keeps polars' words)."""
+    fields than the first row, a broken quote or (in a file that quotes values) a '"' inside an
+    unquoted value, else the first with fewer fields; None if none of these (the caller keeps
+    polars' words)."""
     try:
         raw = path.read_bytes()
         try:
@@ -63,9 +68,15 @@ def _first_bad_line(path: Path, sep: str) -> str | None:
             line = raw.count(b"\n", 0, err.start) + 1
             return f"{line}: not valid UTF-8 text ({err.reason})"
         expected, short = None, None
-        for begin, record in TextLines(path, sep, has_header=True).records(strict=True):
-            if not record:
+        lines, quoting = TextLines(path, sep, has_header=True), _quotes_values(raw, sep)
+        for begin, record, text in lines.records(strict=True):
+            if lines.is_blank(text):
                 continue
+            stray = _stray_quote(text, sep) if quoting else None
+            if stray is not None:  # polars takes it for the start of a quoted value
+                value = shorten(stray, 40)
+                fixed = '"' + value.replace('"', '""') + '"'
+                return f"{begin}: the value {value!r} holds a '\"' but is not quoted; write it as {fixed}"
             if expected is None:
                 expected = len(record)
             elif len(record) > expected:
@@ -81,17 +92,76 @@ def _first_bad_line(path: Path, sep: str) -> str | None:
         return None
 
 
+def _stray_quote(text: str, sep: str) -> str | None:
+    """The first unquoted value of a record's raw ``text`` that holds a '"' (``15" monitor``)."""
+    if '"' not in text:
+        return None
+    start, state = 0, "start"  # where the value starts; start | quoted | closed | plain
+    for i, char in enumerate(text):
+        if state == "quoted":
+            state = "closed" if char == '"' else state
+        elif char == sep or char in "\r\n":
+            start, state = i + 1, "start"
+        elif char == '"' and state == "plain":
+            return re.split(f"[{re.escape(sep)}\r\n]", text[start:], maxsplit=1)[0]
+        elif char == '"':  # opens a value, or doubles a quote inside one ("a""b")
+            state = "quoted"
+        elif state == "start":
+            state = "plain"
+    return None
+
+
 def _read_text_table(path: Path, sep: str, config: DataConfig) -> pl.DataFrame:
+    try:
+        return _read_csv(path, sep, config, quote_char='"')
+    except pl.exceptions.PolarsError:
+        if _quotes_values(path.read_bytes(), sep):
+            raise
+    # No value starts with a quote, so the file quotes nothing and a '"' is a plain character
+    # (``15" monitor``), which polars would take for the start of a quoted value.
+    return _read_csv(path, sep, config, quote_char=None)
+
+
+def _quotes_values(raw: bytes, sep: str) -> bool:
+    """Whether some value of a file's bytes starts with a '"' (at a line start or after ``sep``)."""
+    raw = raw.removeprefix(codecs.BOM_UTF8)
+    return re.search(b'(?:^|[\r\n' + re.escape(sep.encode()) + b'])"', raw) is not None
+
+
+def _read_csv(path: Path, sep: str, config: DataConfig, quote_char: str | None) -> pl.DataFrame:
     # Ids as text: inferring integers would turn "007" into 7 and merge it with "7".
     ids = {config.user_col: pl.String, config.item_col: pl.String}
     # Infer types from every row: a string value after the first rows must not fail half-way.
-    options = dict(separator=sep, infer_schema_length=None, schema_overrides=ids)
+    options = dict(separator=sep, quote_char=quote_char, infer_schema_length=None, schema_overrides=ids)
     if config.has_header:
         return pl.read_csv(path, **options)
     # Name columns by position from 1 ourselves: polars' default names differ between versions.
-    width = pl.read_csv(path, separator=sep, has_header=False, n_rows=0).width
+    width = pl.read_csv(path, separator=sep, quote_char=quote_char, has_header=False, n_rows=0).width
     names = [f"column_{i}" for i in range(1, width + 1)]
     return pl.read_csv(path, has_header=False, new_columns=names, **options)
+
+
+def _drop_blank_lines(frame: pl.DataFrame, lines: TextLines) -> pl.DataFrame:
+    """Drop the rows polars makes of blank lines (nulls, or whitespace and then nulls), as pandas
+    skips them; a line of separators (``,,``) stays a row of empty values, an error later."""
+    if frame.is_empty():
+        return frame
+    first, rest = frame.columns[0], frame.columns[1:]
+    empty = pl.col(first).is_null()
+    if frame.schema[first] == pl.String:
+        empty = empty | (pl.col(first).str.strip_chars() == "")
+    if rest:
+        empty = empty & pl.all_horizontal(pl.col(rest).is_null())
+    if not frame.select(empty.any()).item():
+        return frame  # the usual case: no need to read the file again
+    blank = pl.int_range(pl.len()).is_in(lines.blank_rows())
+    return frame.filter(~(empty & blank))
+
+
+def _stripped(series: pl.Series) -> pl.Series:
+    """Id text without surrounding whitespace (``1, 10`` is item 10); a blank id is missing."""
+    text = series.str.strip_chars()
+    return pl.select(pl.when(text != "").then(text)).to_series().alias(series.name)
 
 
 def _canonical_ints(series: pl.Series) -> pl.Series:
@@ -120,21 +190,40 @@ class TextLines:
     has_header: bool
 
     def line_of(self, row: int) -> int:
-        """The 1-based line on which data row ``row`` (0-based, as polars numbers them) starts."""
+        """The 1-based line on which data row ``row`` (0-based, blank lines dropped) starts."""
         try:
-            for index, line in enumerate(self._data_starts()):
+            starts = (begin for begin, blank in self._data_rows() if not blank)
+            for index, line in enumerate(starts):
                 if index == row:
                     return line
         except (OSError, csv.Error):
             pass
         return row + 1 + int(self.has_header)  # the csv module disagrees with polars: best guess
 
-    def records(self, strict: bool = False) -> Iterator[tuple[int, list[str]]]:
-        """Every record of the file (blank lines as empty ones) with the line it starts on: not
-        simply its index + 1, since quoted values may span lines. ``strict``: a quote left open
-        (or text after a closing quote) is a ``BadRecord`` naming the line its record starts on."""
+    def blank_rows(self) -> list[int]:
+        """The 0-based rows (as polars numbers them, blank lines included) read from blank lines."""
+        try:
+            return [index for index, (_, blank) in enumerate(self._data_rows()) if blank]
+        except (OSError, csv.Error):
+            return []
+
+    def is_blank(self, text: str) -> bool:
+        """Whether a record's raw text is a line pandas skips: only whitespace, no separator."""
+        return not text.strip() and self.separator not in text
+
+    def records(self, strict: bool = False) -> Iterator[tuple[int, list[str], str]]:
+        """Every record of the file (blank lines as empty ones) with the line it starts on (not
+        simply its index + 1, since quoted values may span lines) and its raw text. ``strict``: a
+        quote left open (or text after a closing quote) is a ``BadRecord`` naming its first line."""
         with self.path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
-            reader = csv.reader(handle, delimiter=self.separator, strict=strict)
+            raw: list[str] = []  # the lines the reader took for the current record
+
+            def tracked() -> Iterator[str]:
+                for line in handle:
+                    raw.append(line)
+                    yield line
+
+            reader = csv.reader(tracked(), delimiter=self.separator, strict=strict)
             start = 1
             while True:
                 try:
@@ -144,20 +233,23 @@ class TextLines:
                 except csv.Error as err:
                     raise BadRecord(start, str(err)) from None
                 begin, start = start, reader.line_num + 1
-                yield begin, record
+                text = "".join(raw)
+                raw.clear()
+                yield begin, record, text
 
-    def _data_starts(self) -> Iterator[int]:
-        # polars skips blank lines before a header (blank lines after it are rows of nulls, as the
-        # csv module also counts them).
+    def _data_rows(self) -> Iterator[tuple[int, bool]]:
+        """(first line, blank?) of every record polars reads as a row."""
+        # polars skips empty lines before a header; after it, blank lines are rows of nulls (as
+        # the csv module also counts them) that read_table_file drops.
         leading, header = self.has_header, self.has_header
-        for begin, record in self.records():
+        for begin, record, text in self.records():
             if leading and not record:
                 continue
             leading = False
             if header:
                 header = False
                 continue
-            yield begin
+            yield begin, self.is_blank(text)
 
 
 def read_frame(frame: Any, config: DataConfig) -> pl.DataFrame:
@@ -181,19 +273,34 @@ def is_frame(obj: Any) -> bool:
 def _from_pandas(frame: Any, config: DataConfig) -> pl.DataFrame:
     # Convert only the needed columns, column by column through numpy: pl.from_pandas needs
     # pyarrow, which is not a dependency.
-    _check_columns(list(map(str, frame.columns)), config, "<frame>")
-    columns = {}
+    labels = _pandas_labels(frame, config)
+    return pl.DataFrame([_pandas_series(name, frame[labels[name]]) for name in _wanted(config)])
+
+
+def _pandas_labels(frame: Any, config: DataConfig) -> dict[str, Any]:
+    """The wanted columns' labels by their text: ``pd.read_csv(header=None)`` labels columns
+    0, 1, ..., which ``user_col="0"`` names."""
+    names = [str(label) for label in frame.columns]
+    _check_columns(names, config, "<frame>")
     for name in _wanted(config):
-        values = frame[name].to_numpy()
-        if values.dtype == object:
-            try:
-                series = pl.Series(name, values.tolist(), strict=True)
-            except (TypeError, pl.exceptions.PolarsError):  # mixed ints and strings: compare as text
-                series = pl.Series(name, [None if v is None else str(v) for v in values.tolist()])
-        else:
-            series = pl.Series(name, values, nan_to_null=np.issubdtype(values.dtype, np.floating))
-        columns[name] = series
-    return pl.DataFrame(columns)
+        if names.count(name) > 1:  # frame[label] would be a frame, not a column
+            raise DataError(f"<frame>: {names.count(name)} columns are named {name!r}; ids need exactly one")
+    return {str(label): label for label in frame.columns}
+
+
+def _pandas_series(name: str, column: Any) -> pl.Series:
+    """One pandas column as a polars series named ``name``; missing values become null."""
+    values = column.to_numpy()
+    if values.dtype != object:
+        return pl.Series(name, values, nan_to_null=np.issubdtype(values.dtype, np.floating))
+    # NaN, None, pd.NA (pd.read_csv's blank string id) become null, not the text "nan" that would
+    # merge all such rows into one id: the "is empty" error names the first.
+    missing = column.isna().to_numpy()
+    items = [None if gone else value for value, gone in zip(values.tolist(), missing)]
+    try:
+        return pl.Series(name, items, strict=True)
+    except (TypeError, pl.exceptions.PolarsError):  # mixed ints and strings: compare as text
+        return pl.Series(name, [None if v is None else str(v) for v in items])
 
 
 def _wanted(config: DataConfig) -> list[str]:
@@ -276,16 +383,23 @@ def _ids(series: pl.Series, field: str, source: str, lines: TextLines | None) ->
             return series.cast(pl.String)
         return series.cast(pl.Int64)
     if dtype.is_float():
-        # A pandas int column with missing values turns float; whole numbers are still ids.
-        whole = series == series.floor()
-        if whole.all():
-            return series.cast(pl.Int64)
-        bad = int((~whole).arg_max())
-        raise DataError(
-            f"{_where(source, bad, lines)}: column {series.name!r} ({field}) holds a non-integer "
-            f"number {series[bad]!r}; ids must be integers or strings"
-        )
+        return _float_ids(series, field, source, lines)
     return series.cast(pl.String)
+
+
+def _float_ids(series: pl.Series, field: str, source: str, lines: TextLines | None) -> pl.Series:
+    # A pandas int column with missing values turns float; whole numbers are still ids, if finite
+    # and within Int64 (inf and 1e30 are whole to floor(), and polars' cast would fail on them).
+    whole = series == series.floor()
+    fits = whole & (series >= -(2.0**63)) & (series < 2.0**63)
+    if fits.all():
+        return series.cast(pl.Int64)
+    bad = int((~fits).arg_max())
+    what = "outside the 64-bit integer range" if whole[bad] else "a non-integer number"
+    raise DataError(
+        f"{_where(source, bad, lines)}: column {series.name!r} ({field}) holds {series[bad]!r}, "
+        f"{what}; ids must be integers or strings"
+    )
 
 
 def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series:

@@ -6,6 +6,8 @@ the first bad one. Both formats require integer ids, so errors name the file and
 
 from __future__ import annotations
 
+import codecs
+import re
 from pathlib import Path
 from typing import NoReturn
 
@@ -16,19 +18,31 @@ from awrsr.errors import DataError
 
 
 def read_text(path: Path) -> str:
-    """The file's text; invalid UTF-8 is reported with the line it occurs on."""
-    raw = path.read_bytes()
+    """The file's text without a leading UTF-8 byte-order mark; invalid UTF-8 is reported with the
+    line it occurs on."""
+    # Drop the mark by hand rather than decode as "utf-8-sig": that codec's error offsets would
+    # not count the mark's 3 bytes.
+    raw = path.read_bytes().removeprefix(codecs.BOM_UTF8)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
+        line = _line_number(raw, err.start)
         raise DataError(f"{path}:{line}: not valid UTF-8 text ({err.reason})") from None
+
+
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+
+
+def _line_number(raw: bytes, offset: int) -> int:
+    """The 1-based line of byte ``offset``, counting CRLF, CR and LF as one line break each."""
+    return sum(1 for _ in _LINE_BREAK.finditer(raw, 0, offset)) + 1
 
 
 def _lines(text: str) -> pl.DataFrame:
     """Non-blank lines with their 1-based numbers (``lineno``) and whitespace-split ``tokens``."""
-    # Split on "\n" only (not str.splitlines) so line numbers match what editors show; a trailing
-    # "\r" is whitespace and disappears with the tokenisation.
+    # CRLF, a lone CR (old Mac files) and LF each end one line, as editors count them; other
+    # Unicode line separators (str.splitlines) would shift the numbers an editor shows.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return (
         pl.DataFrame({"line": [text]})
         .select(pl.col("line").str.split("\n"))
@@ -39,13 +53,19 @@ def _lines(text: str) -> pl.DataFrame:
     )
 
 
+# What polars' cast(pl.Int64, strict=False) accepts: ASCII digits with an optional sign (not
+# Python's int(), which also takes "1_000" and other scripts' digits). Leading zeros are split off
+# so that the range check never converts a huge digit string.
+_INT = re.compile(r"([+-]?)(?=[0-9])0*([0-9]{0,19})")
+
+
 def _is_int(token: str) -> bool:
-    """Whether ``token`` parses as a 64-bit integer (what the vectorised cast accepts)."""
-    try:
-        value = int(token)
-    except ValueError:
+    """Whether polars' vectorised cast reads ``token`` as a 64-bit integer."""
+    match = _INT.fullmatch(token)
+    if match is None:
         return False
-    return -(2**63) <= value < 2**63
+    sign, digits = match.groups()
+    return -(2**63) <= int(sign + (digits or "0")) < 2**63
 
 
 def read_whitespace(path: Path) -> pl.DataFrame:
@@ -53,8 +73,10 @@ def read_whitespace(path: Path) -> pl.DataFrame:
 
     Each line is a user id followed by one or more item ids, all integers; lines of the same user
     accumulate in file order. ``1 10 11`` and the two lines ``1 10`` / ``1 11`` read the same.
+    A table (``user item rating timestamp`` per line, as MovieLens' ``u.data``) is an error.
     """
     lines = _lines(read_text(path))
+    _check_not_a_table(path, lines)
     events = (
         lines.select(
             "lineno",
@@ -71,20 +93,56 @@ def read_whitespace(path: Path) -> pl.DataFrame:
     bad = events.filter(pl.col("user").is_null() | pl.col("item").is_null()).get_column("lineno")
     if no_items.len() or bad.len():
         lineno = min(no_items.min() or 2**63, bad.min() or 2**63)
-        text = lines.filter(pl.col("lineno") == lineno).item(0, "line")
-        _whitespace_error(path, lineno, text, first_line=lineno == lines.item(0, "lineno"))
+        row = lines.filter(pl.col("lineno") == lineno).row(0, named=True)
+        _whitespace_error(path, lineno, row["line"], row["tokens"], first_line=lineno == lines.item(0, "lineno"))
     return finish(events.select("user", "item", pl.lit(None, pl.Int64).alias("timestamp")), str(path))
 
 
-def _whitespace_error(path: Path, lineno: int, text: str, first_line: bool) -> NoReturn:
-    tokens = text.split()
+def _whitespace_error(path: Path, lineno: int, text: str, tokens: list[str], first_line: bool) -> NoReturn:
+    # ``tokens`` are polars' own: Python's str.split() cuts at more characters (e.g. "\x1c").
     where = f"{path}:{lineno}"
     if len(tokens) == 1 and _is_int(tokens[0]):
         raise DataError(f"{where}: user {tokens[0]} has no item ids (expected 'user item ...'): {shorten(text)!r}")
-    token = next(t for t in tokens if not _is_int(t))
+    token = next((t for t in tokens if not _is_int(t)), None)
+    if token is None:  # _is_int and polars disagree: still a one-line error naming the line
+        raise DataError(f"{where}: cannot read {shorten(text)!r} as integer ids 'user item ...'")
     header = first_line and not any(map(_is_int, tokens))
     hint = " (a header line? set data.format to csv or tsv for files with named columns)" if header else ""
     raise DataError(f"{where}: ids must be integers, got {shorten(token, 30)!r} in {shorten(text)!r}{hint}")
+
+
+def _check_not_a_table(path: Path, lines: pl.DataFrame) -> None:
+    """A DataError for a table read as sequences (``u.data``: ``user item rating timestamp``), where
+    ratings and times would silently become items. Every line has the same k >= 3 values and a user
+    starts several lines; sequence files have one line per user, of varying lengths."""
+    if lines.is_empty():
+        return
+    counts = lines.get_column("tokens").list.len()
+    width = counts.min()
+    if width < 3 or counts.max() != width:
+        return
+    users = lines.select("lineno", "line", pl.col("tokens").list.first().alias("user"))
+    repeats = users.filter(~pl.col("user").is_first_distinct())
+    if repeats.is_empty():
+        return
+    second = repeats.row(0, named=True)
+    first = users.filter(pl.col("user") == second["user"]).row(0, named=True)
+    raise DataError(
+        f"{path}: every line has {width} values and lines {first['lineno']} ({shorten(first['line'], 40)!r}) and "
+        f"{second['lineno']} ({shorten(second['line'], 40)!r}) both start with user {second['user']}: this looks "
+        "like a table, not 'user item1 item2 ...' sequences (its other columns would be read as items). "
+        f"Read it as a table: data.format tsv (or csv with data.separator), {_table_columns(lines, width)}"
+    )
+
+
+def _table_columns(lines: pl.DataFrame, width: int) -> str:
+    """How to name a table's columns: by its header line if the first line is one, else by position."""
+    names = lines.item(0, "tokens")
+    if not any(map(_is_int, names)):
+        shown = ", ".join(map(repr, names[:4])) + (", ..." if width > 4 else "")
+        return f"data.user_col and data.item_col naming its columns ({shown}) and, for a time column, data.time_col"
+    return ("data.has_header false, data.user_col column_1, data.item_col column_2 and, for a time column, "
+            f"e.g. data.time_col column_{width}")
 
 
 def read_movielens(path: Path) -> pl.DataFrame:

@@ -22,6 +22,7 @@ import polars as pl
 
 from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
+from awrsr.data.readers import COLUMN_OPTIONS, detect_format
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
 from awrsr.infer.recommender import Recommender
@@ -128,6 +129,9 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
     values = {key: value for key, value in (stored or {}).items() if key not in ("synthetic", "path")}
     if overrides.get("format") is None and Path(path).suffix.lower() in _SUFFIX_FORMATS:
         values["format"] = "auto"
+    if overrides.get("format") is None and _fixed_fields(values.get("format", "auto"), path):
+        # a whitespace or movielens log has no named columns: the model's own (a CSV's) do not apply
+        values = {key: value for key, value in values.items() if key not in COLUMN_OPTIONS}
     values.update({key: value for key, value in overrides.items() if value is not None})
     for key in ("time_col", "separator"):
         if values.get(key) == "":
@@ -136,6 +140,14 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
         return DataConfig(**{**values, "path": path})
     except TypeError as err:  # a stored config from another version of awrsr
         raise ConfigError(f"the model's stored data settings: {err}") from None
+
+
+def _fixed_fields(fmt: str, path: str) -> bool:
+    """Whether ``path`` is read as a format with fixed fields (whitespace, movielens)."""
+    if fmt == "auto":
+        source = user_path(path)
+        fmt = detect_format(source) if source.is_file() else "auto"
+    return fmt in ("whitespace", "movielens")
 
 
 # The reading options' names in ``awrsr recommend``, for errors raised while reading a log
