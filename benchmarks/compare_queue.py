@@ -41,7 +41,7 @@ from awrsr.errors import AwrsrError  # noqa: E402
 from awrsr.experiments.compare import (  # noqa: E402
     check_variant, load_variants_file, run_compare, split_references, variant_options,
 )
-from awrsr.experiments.runs import DataFingerprints, parse_sets, run_or_reuse  # noqa: E402
+from awrsr.experiments.runs import DataFingerprints, check_finished_runs, parse_sets, run_or_reuse  # noqa: E402
 from awrsr.infer.artifact import METRICS_FILE  # noqa: E402
 
 
@@ -114,6 +114,14 @@ def main() -> int:
     extra = parse_sets(args.set)
     for name, config, variant, options in queue(args.comparisons, args.seeds[:1]):
         check_variant(config, {**extra, **options}, f"{name}/{variant}")  # a clear error now, not later
+    try:  # a finished run on other data than the data now: an error before any trains
+        check_finished_runs(
+            ((config, {**extra, **options}, args.root / name / variant / f"seed-{options['train.seed']}")
+             for name, config, variant, options in queue(args.comparisons, args.seeds, args.skip)),
+            DataFingerprints(),
+        )
+    except AwrsrError as err:
+        raise SystemExit(f"compare_queue: {err}") from None
     (args.root / "logs").mkdir(parents=True, exist_ok=True)
     failed_dir = args.root / "logs" / f"q{os.getpid()}-failed"
     failed_dir.mkdir(exist_ok=True)

@@ -185,6 +185,11 @@ def test_a_table_is_not_read_as_sequences(tmp_path):
     # ... and read the way the message says, it is the table it is
     config = DataConfig(format="tsv", has_header=False, user_col="column_1", item_col="column_2", time_col="column_4")
     assert read_interactions(path, config)["item"].to_list() == [242, 302, 377, 51]
+    # histories cut into lines of one width look the same: naming the format reads them as sequences
+    chunks = write(tmp_path, "chunks.txt", "1 10 11\n1 12 13\n2 10 12\n")
+    with pytest.raises(DataError, match="set data.format whitespace"):
+        read_interactions(chunks, DataConfig())
+    assert read_interactions(chunks, DataConfig(format="whitespace"))["item"].to_list() == [10, 11, 12, 13, 10, 12]
 
 
 def test_a_table_with_a_header_is_told_to_name_its_columns(tmp_path):

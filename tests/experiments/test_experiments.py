@@ -379,12 +379,19 @@ def test_compare_tabulates_by_history_length(base_config, tmp_path):
     record = json.loads(original)
     record["dataset"]["sha256"] = "0" * 64
     metrics.write_text(json.dumps(record))
-    # the main table would pair it with runs on the current data: refused, naming it
-    with pytest.raises(ConfigError, match=r"trained on different data .*add seed 1 on 000000000000"):
-        run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
-    # and where it would be reused for training, before anything trains
-    with pytest.raises(ArtifactError, match=r"add/seed-1 holds a finished run trained on other data \(fingerprint 000000000000"):
-        run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET)
+    # the main table would pair it with runs on the current data: refused, naming it, in a report
+    # and before anything trains
+    for report_only in (True, False):
+        with pytest.raises(ArtifactError, match=r"add/seed-1 holds a finished run trained on other data \(fingerprint 000000000000"):
+            run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=report_only)
+    # where the data cannot be read (tabulating elsewhere), the runs are still not paired across data
+    from awrsr.experiments.compare import check_one_dataset_per_data_config
+    from awrsr.run_config import load_fit_config
+
+    resolved = {v: load_fit_config(["--config", base_config]) for v in ("none", "add")}
+    records = [{"variant": v, "seed": 1, "metrics": {"dataset": {"sha256": sha}}} for v, sha in (("none", "a" * 64), ("add", "0" * 64))]
+    with pytest.raises(ConfigError, match=r"trained on different data .*none seed 1 on aaaaaaaaaaaa; add seed 1 on 000000000000"):
+        check_one_dataset_per_data_config(records, resolved)
     # plot refuses it too (its attention figure would be drawn on other data), before writing anything
     with pytest.raises(ArtifactError, match="not the dataset this model was trained on"):
         draw_figures(tmp_path, tmp_path / "after")
@@ -507,13 +514,23 @@ def test_finished_runs_are_reused_across_machine_options_and_moved_data_but_not_
     run_compare(str(base), ["add"], [1], tmp_path / "c", console=QUIET,
                 extra={"train.num_threads": "1", "data.path": str(tmp_path / "moved" / "a.csv")})
     assert {v: (tmp_path / "c" / v / "seed-1" / "metrics.json").read_bytes() for v in ("none", "add")} == stored
-    # other data at the old path: refused before anything trains
+    # a record without its data's fingerprint is judged by its config alone: a moved path differs
+    add_metrics = tmp_path / "c" / "add" / "seed-1" / "metrics.json"
+    record = json.loads(stored["add"])
+    del record["dataset"]["sha256"]
+    add_metrics.write_text(json.dumps(record))
+    with pytest.raises(ArtifactError, match=r"add/seed-1 holds a finished run of another configuration \(differs in data.path"):
+        run_compare(str(base), ["add"], [1], tmp_path / "c", console=QUIET, extra={"data.path": str(tmp_path / "moved" / "a.csv")})
+    add_metrics.write_bytes(stored["add"])
+    # other data at the old path: refused before anything trains, also a run listed before the stale one
     frame.head(frame.height - 40).write_csv(tmp_path / "a.csv")
-    with pytest.raises(ArtifactError, match=r"none/seed-1 holds a finished run trained on other data"):
+    shutil.rmtree(tmp_path / "c" / "none")
+    with pytest.raises(ArtifactError, match=r"add/seed-1 holds a finished run trained on other data"):
         run_compare(str(base), ["add", "simp"], [1], tmp_path / "c", console=QUIET)
-    assert not (tmp_path / "c" / "simp").exists()
-    fingerprints = DataFingerprints()  # each dataset read once
+    assert not (tmp_path / "c" / "none").exists() and not (tmp_path / "c" / "simp").exists()
+    fingerprints = DataFingerprints()
     assert fingerprints(DataConfig(path=str(tmp_path / "a.csv"))) != fingerprints(DataConfig(path=str(tmp_path / "moved" / "a.csv")))
+    assert fingerprints(DataConfig(path=str(tmp_path / "nowhere.csv"))) is None  # no data here: judged by config
 
 
 def test_compare_checks_its_options_before_training(base_config, tmp_path, capsys):

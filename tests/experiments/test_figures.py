@@ -259,14 +259,15 @@ def test_plot_never_averages_runs_that_are_not_seeds(tmp_path):
 def test_a_comparison_draws_the_runs_its_table_holds_and_no_others(tmp_path):
     from awrsr.experiments.figures import _runs_to_draw
 
-    for variant, seed in [("none", 1), ("none", 2), ("add", 1), ("add", 2), ("simp", 1)]:  # simp: a stale folder
+    # simp: a stale folder; 1e-05: a name a CSV reader would take for a number
+    for variant, seed in [("none", 1), ("none", 2), ("add", 1), ("add", 2), ("simp", 1), ("1e-05", 1)]:
         run = tmp_path / variant / f"seed-{seed}"
         run.mkdir(parents=True)
         (run / "config.yaml").write_text("model: {}\n")
         (run / "metrics.json").write_text("{}")
-    (tmp_path / "runs.csv").write_text("variant,seed\nnone,1\nadd,1\n")  # a table over --seeds [1]
-    assert _runs_to_draw(tmp_path, tmp_path / "figures") == {"none": [tmp_path / "none" / "seed-1"],
-                                                             "add": [tmp_path / "add" / "seed-1"]}
+    (tmp_path / "runs.csv").write_text("variant,seed\nnone,1\nadd,1\n1e-05,1\n")  # a table over --seeds [1]
+    assert _runs_to_draw(tmp_path, tmp_path / "figures") == {
+        "none": [tmp_path / "none" / "seed-1"], "add": [tmp_path / "add" / "seed-1"], "1e-05": [tmp_path / "1e-05" / "seed-1"]}
     (tmp_path / "runs.csv").unlink()  # without a table: every finished seed
     assert {k: [p.name for p in v] for k, v in _runs_to_draw(tmp_path, tmp_path / "figures").items()} == {
-        "add": ["seed-1", "seed-2"], "none": ["seed-1", "seed-2"], "simp": ["seed-1"]}
+        "1e-05": ["seed-1"], "add": ["seed-1", "seed-2"], "none": ["seed-1", "seed-2"], "simp": ["seed-1"]}

@@ -202,6 +202,8 @@ def test_a_file_suffix_beats_the_training_format_and_empty_strings_clear_options
     config = log_data_config(csv_trained, str(log))
     assert (config.user_col, config.item_col, config.time_col) == ("user_id", "item_id", None)
     assert read_user_histories(log, config, Vocabulary([5, 6]), unknown="error").histories.to_lists() == [[1, 2]]
+    named = log_data_config(csv_trained, str(tmp_path / "events.csv"), format="whitespace")  # the format named
+    assert (named.format, named.user_col, named.time_col) == ("whitespace", "user_id", None)
     assert log_data_config(stored, "events.csv", format="tsv").format == "tsv"
     cleared = log_data_config(stored, "events.csv", time_col="", separator="")
     assert cleared.time_col is None and cleared.separator is None

@@ -68,7 +68,7 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
     fmt = detect_format(path) if config.format == "auto" else config.format
     check_options_apply(config, fmt, source)
     if fmt == "whitespace":
-        return read_whitespace(path)
+        return read_whitespace(path, refuse_tables=config.format == "auto")
     if fmt == "movielens":
         return read_movielens(path)
     return read_table_file(path, fmt, config)

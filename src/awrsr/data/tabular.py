@@ -296,7 +296,9 @@ def _pandas_series(name: str, column: Any) -> pl.Series:
     # NaN, None, pd.NA (pd.read_csv's blank string id) become null, not the text "nan" that would
     # merge all such rows into one id: the "is empty" error names the first.
     missing = column.isna().to_numpy()
-    items = [None if gone else value for value, gone in zip(values.tolist(), missing)]
+    items = values.tolist()
+    for index in np.flatnonzero(missing):  # only where something is missing: a Python pass costs seconds
+        items[index] = None
     try:
         return pl.Series(name, items, strict=True)
     except (TypeError, pl.exceptions.PolarsError):  # mixed ints and strings: compare as text

@@ -68,15 +68,17 @@ def _is_int(token: str) -> bool:
     return -(2**63) <= int(sign + (digits or "0")) < 2**63
 
 
-def read_whitespace(path: Path) -> pl.DataFrame:
+def read_whitespace(path: Path, refuse_tables: bool = True) -> pl.DataFrame:
     """Read ``user item`` ("pairs") and ``user item1 item2 ...`` ("seq") files: one parser for both.
 
     Each line is a user id followed by one or more item ids, all integers; lines of the same user
     accumulate in file order. ``1 10 11`` and the two lines ``1 10`` / ``1 11`` read the same.
-    A table (``user item rating timestamp`` per line, as MovieLens' ``u.data``) is an error.
+    A table (``user item rating timestamp`` per line, as MovieLens' ``u.data``) is an error unless
+    ``refuse_tables`` is off (the user named the format: a history cut into lines of one width).
     """
     lines = _lines(read_text(path))
-    _check_not_a_table(path, lines)
+    if refuse_tables:
+        _check_not_a_table(path, lines)
     events = (
         lines.select(
             "lineno",
@@ -131,7 +133,8 @@ def _check_not_a_table(path: Path, lines: pl.DataFrame) -> None:
         f"{path}: every line has {width} values and lines {first['lineno']} ({shorten(first['line'], 40)!r}) and "
         f"{second['lineno']} ({shorten(second['line'], 40)!r}) both start with user {second['user']}: this looks "
         "like a table, not 'user item1 item2 ...' sequences (its other columns would be read as items). "
-        f"Read it as a table: data.format tsv (or csv with data.separator), {_table_columns(lines, width)}"
+        f"Read it as a table: data.format tsv (or csv with data.separator), {_table_columns(lines, width)}. "
+        "If it is sequences cut into lines of one width, set data.format whitespace"
     )
 
 

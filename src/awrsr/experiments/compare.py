@@ -18,7 +18,9 @@ from rich.console import Console
 
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
-from awrsr.experiments.runs import DataFingerprints, finished_run, option_args, run_or_reuse, run_status
+from awrsr.experiments.runs import (
+    DataFingerprints, check_finished_runs, finished_run, option_args, run_or_reuse, run_status,
+)
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, user_path, write_text_atomic
 from awrsr.strict_yaml import check_unique_keys
@@ -188,15 +190,18 @@ def run_compare(
 
     runs = [(name, seed) for name in options for seed in seeds]
     results: dict[tuple[str, int], dict] = {}
+    fingerprints = DataFingerprints()  # a finished run is reused only on the data read now
     if report_only:
         for name, seed in runs:
-            metrics = finished_run(config, run_options(name, seed), output_dir / name / f"seed-{seed}")[1]
+            metrics = finished_run(config, run_options(name, seed), output_dir / name / f"seed-{seed}", fingerprints)[1]
             if metrics is not None:
                 results[name, seed] = metrics
     else:
+        check_finished_runs(
+            ((config, run_options(name, seed), output_dir / name / f"seed-{seed}") for name, seed in runs), fingerprints,
+        )
         # Runs another process is training are left for last, then awaited: several processes
         # may share one comparison directory without training anything twice.
-        fingerprints = DataFingerprints()  # a finished run is reused only on the data read now
         for wait in (False, True):
             for name, seed in [r for r in runs if r not in results]:
                 console.rule(f"{name}, seed {seed}")

@@ -38,11 +38,12 @@ def _history(run_dir: Path) -> pl.DataFrame:
     return read_result_table(path, ["epoch"])
 
 
-def read_result_table(path: Path, columns: list[str]) -> pl.DataFrame:
+def read_result_table(path: Path, columns: list[str], text: Sequence[str] = ()) -> pl.DataFrame:
     """A CSV that awrsr wrote (history.csv, runs.csv, by_length.csv), with ``columns``; an
-    ArtifactError naming the file if it is empty, damaged or not ours."""
+    ArtifactError naming the file if it is empty, damaged or not ours. ``text`` columns are read
+    as written (a variant named 1e-05 or 0.10 is a directory name, not a number)."""
     try:
-        table = pl.read_csv(path)
+        table = pl.read_csv(path, schema_overrides={name: pl.Utf8 for name in text})
     except (OSError, pl.exceptions.PolarsError) as err:
         raise ArtifactError(f"{path}: cannot read it as the CSV awrsr writes ({str(err).splitlines()[0]})") from None
     missing = [c for c in columns if c not in table.columns]
@@ -121,7 +122,7 @@ def plot_ndcg_at_n(runs: dict[str, list[Path]], out: Path, max_n: int = 20, data
 def plot_by_length(table_csv: Path, out: Path) -> Path:
     """Grouped bars: each variant's mean (± std over seeds) per bucket of history length, from a
     comparison's by_length.csv."""
-    table = read_result_table(table_csv, ["variant", "bucket", "users", "mean", "std", "metric"])
+    table = read_result_table(table_csv, ["variant", "bucket", "users", "mean", "std", "metric"], text=["variant"])
     buckets = list(dict.fromkeys(table["bucket"].cast(pl.Utf8).to_list()))
     variants = list(dict.fromkeys(table["variant"].cast(pl.Utf8).to_list()))
     users = dict(zip(table["bucket"].cast(pl.Utf8), table["users"]))
@@ -289,8 +290,8 @@ def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
         raise collection_error(directory)
     runs: dict[str, list[Path]] = {}
     if (directory / "runs.csv").is_file():  # the table's runs, no others: figures must agree with it
-        table = read_result_table(directory / "runs.csv", ["variant", "seed"])
-        for variant, seed in zip(table["variant"].cast(pl.Utf8).to_list(), table["seed"].cast(pl.Utf8).to_list()):
+        table = read_result_table(directory / "runs.csv", ["variant", "seed"], text=["variant", "seed"])
+        for variant, seed in zip(table["variant"].to_list(), table["seed"].to_list()):
             run = directory / variant / f"seed-{seed}"
             if (run / METRICS_FILE).is_file():
                 runs.setdefault(variant, []).append(run)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 from filelock import Timeout
 from rich.console import Console
 
-from awrsr.errors import ArtifactError, ConfigError
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 from awrsr.run_config import config_differences, load_fit_config
 from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, LOG_FILE
@@ -44,30 +44,33 @@ REUSABLE_CHANGES = {**MACHINE_OPTIONS, "data": {"path"}}
 
 
 class DataFingerprints:
-    """The sha256 fingerprint of the data a data config reads now, each dataset read once: a
-    finished run is reused only if its data is still the data (a file edited since would
-    otherwise pair old runs with new ones in one table)."""
+    """The sha256 fingerprint of the data a data config reads now, each dataset read once (None
+    where it cannot be read here): a finished run is reused only if its data is still the data (a
+    file edited since would otherwise pair old runs with new ones in one table)."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, str] = {}
+        self._cache: dict[str, str | None] = {}
 
-    def __call__(self, data: Any) -> str:
+    def __call__(self, data: Any) -> str | None:
         from awrsr.data import load_sequence_data
 
         key = json.dumps(asdict(data), sort_keys=True, default=str)
         if key not in self._cache:
-            self._cache[key] = load_sequence_data(data).fingerprint.sha256
+            try:
+                self._cache[key] = load_sequence_data(data).fingerprint.sha256
+            except (AwrsrError, OSError):  # no data here (tabulating elsewhere): runs are judged by config alone
+                self._cache[key] = None
         return self._cache[key]
 
 
 def finished_run(
-    config: str, options: dict[str, Any], run_dir: Path, fingerprints: Callable[[Any], str] | None = None,
+    config: str, options: dict[str, Any], run_dir: Path, fingerprints: Callable[[Any], str | None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The resolved fit arguments of ``config`` with ``options`` in ``run_dir``, and the metrics
     of the finished run there (None if it has not finished). A finished run of another
     configuration is an error (its directory cannot hold this one), other than in the machine's
-    options, and, with ``fingerprints``, in data.path; with ``fingerprints`` so is a run trained
-    on other data than the data read now."""
+    options; with ``fingerprints``, so is one trained on other data than the data read now, and
+    where both fingerprints are known, data.path may differ (the same data moved)."""
     args = ["--config", config, *option_args(options), "--train.progress_bar", "false", "--output_dir", str(run_dir)]
     resolved = load_fit_config(args)
     metrics_file = run_dir / METRICS_FILE
@@ -75,29 +78,38 @@ def finished_run(
         metrics = json.loads(metrics_file.read_text())
     except (OSError, ValueError):  # absent, or unreadable: not finished (training rewrites it)
         return resolved, None
+    trained_on = ((metrics.get("dataset") if isinstance(metrics, dict) else None) or {}).get("sha256")
+    now = fingerprints(resolved["data"]) if fingerprints is not None and trained_on is not None else None
+    if now is not None and trained_on != now:
+        raise ArtifactError(
+            f"{run_dir} holds a finished run trained on other data (fingerprint {trained_on[:12]}; the data "
+            f"read now is {now[:12]}): the data changed since. Delete that run to train it again on "
+            "this data, or use another output_dir"
+        )
     stored = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).is_file() else {}
-    ignore = REUSABLE_CHANGES if fingerprints is not None else MACHINE_OPTIONS
+    ignore = REUSABLE_CHANGES if now is not None else MACHINE_OPTIONS
     differing = config_differences(stored or {}, {k: resolved[k] for k in RESOLVED_SECTIONS}, ignore=ignore)
     if differing:
         raise ArtifactError(
             f"{run_dir} holds a finished run of another configuration (differs in {', '.join(differing[:6])}); "
             "use another output_dir"
         )
-    if fingerprints is not None:
-        trained_on = ((metrics.get("dataset") if isinstance(metrics, dict) else None) or {}).get("sha256")
-        now = fingerprints(resolved["data"])
-        if trained_on is not None and trained_on != now:
-            raise ArtifactError(
-                f"{run_dir} holds a finished run trained on other data (fingerprint {trained_on[:12]}; the data "
-                f"read now is {now[:12]}): the data changed since. Delete that run to train it again on "
-                "this data, or use another output_dir"
-            )
     return resolved, metrics
+
+
+def check_finished_runs(
+    runs: Iterable[tuple[str, dict[str, Any], Path]], fingerprints: Callable[[Any], str | None],
+) -> None:
+    """Every finished run among ``runs`` (config, options, run directory) checked as
+    ``finished_run`` does, now: a stale run is an error before anything trains, not hours later."""
+    for config, options, run_dir in runs:
+        if (run_dir / METRICS_FILE).is_file():
+            finished_run(config, options, run_dir, fingerprints)
 
 
 def run_or_reuse(
     config: str, options: dict[str, Any], run_dir: Path, console: Console, wait: bool = True,
-    print_test: bool = True, fingerprints: Callable[[Any], str] | None = None,
+    print_test: bool = True, fingerprints: Callable[[Any], str | None] | None = None,
 ) -> dict[str, Any] | None:
     """Metrics of the fit of ``config`` with ``options`` in ``run_dir``. A finished run (its
     metrics.json exists) is never trained again, but only if it was made with exactly this

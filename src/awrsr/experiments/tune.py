@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from awrsr.errors import ConfigError, TrainingDiverged
-from awrsr.experiments.runs import DataFingerprints, known_keys, option_args, run_or_reuse
+from awrsr.experiments.runs import DataFingerprints, check_finished_runs, known_keys, option_args, run_or_reuse
 from awrsr.files import csv_text, output_directory, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
 from awrsr.strict_yaml import check_unique_keys
@@ -102,6 +102,9 @@ def run_tune(
         trials = random.Random(sample_seed).sample(trials, max_trials)
     rows, done = [], set()
     fingerprints = DataFingerprints()  # a finished trial is reused only on the data read now
+    check_finished_runs(
+        ((config, {**(extra or {}), **params}, output_dir / f"trial-{trial_id(params)}") for params in trials), fingerprints,
+    )
     with Progress(console=console, transient=False) as progress:
         task = progress.add_task(f"{len(trials)} trials", total=len(trials))
         # Trials another process is training are left for last, then awaited (see run_or_reuse):

@@ -129,7 +129,7 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
     values = {key: value for key, value in (stored or {}).items() if key not in ("synthetic", "path")}
     if overrides.get("format") is None and Path(path).suffix.lower() in _SUFFIX_FORMATS:
         values["format"] = "auto"
-    if overrides.get("format") is None and _fixed_fields(values.get("format", "auto"), path):
+    if _fixed_fields(overrides.get("format") or values.get("format", "auto"), path):
         # a whitespace or movielens log has no named columns: the model's own (a CSV's) do not apply
         values = {key: value for key, value in values.items() if key not in COLUMN_OPTIONS}
     values.update({key: value for key, value in overrides.items() if value is not None})
