@@ -226,6 +226,17 @@ def test_column_options_for_a_format_with_fixed_fields_are_config_errors(tmp_pat
     assert f"data.{next(iter(option))} set" in str(err.value) and f"read as {read_as}" in str(err.value)
 
 
+@pytest.mark.parametrize("option", [{"separator": ";"}, {"has_header": False}])
+def test_text_options_for_a_parquet_file_are_config_errors(tmp_path, option):
+    import polars as pl
+
+    path = tmp_path / "events.parquet"
+    pl.DataFrame({"user_id": [1, 1], "item_id": [10, 11]}).write_parquet(path)
+    with pytest.raises(ConfigError, match=f"data.{next(iter(option))} set, but .*events.parquet is read as parquet"):
+        read_interactions(path, DataConfig(**option))
+    assert read_interactions(path, DataConfig(user_col="user_id")).height == 2
+
+
 def test_default_options_written_out_are_fine(tmp_path):
     path = write(tmp_path, "pairs.txt", "1 10\n1 11\n")
     config = DataConfig(user_col="user_id", item_col="item_id", time_col=None, separator=None, has_header=True)

@@ -204,6 +204,9 @@ def test_a_file_suffix_beats_the_training_format_and_empty_strings_clear_options
     assert read_user_histories(log, config, Vocabulary([5, 6]), unknown="error").histories.to_lists() == [[1, 2]]
     named = log_data_config(csv_trained, str(tmp_path / "events.csv"), format="whitespace")  # the format named
     assert (named.format, named.user_col, named.time_col) == ("whitespace", "user_id", None)
+    # a parquet log keeps the model's columns but not its CSV's separator or header switch
+    parquet = log_data_config({**csv_trained, "separator": ";", "has_header": False}, str(tmp_path / "events.parquet"))
+    assert (parquet.user_col, parquet.separator, parquet.has_header) == ("visitor", None, True)
     assert log_data_config(stored, "events.csv", format="tsv").format == "tsv"
     cleared = log_data_config(stored, "events.csv", time_col="", separator="")
     assert cleared.time_col is None and cleared.separator is None

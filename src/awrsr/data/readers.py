@@ -80,13 +80,21 @@ COLUMN_OPTIONS = ("user_col", "item_col", "time_col", "separator", "has_header")
 
 def check_options_apply(config: DataConfig, fmt: str, source: str | Path) -> None:
     """A ConfigError if ``config`` sets column options for a file read as ``whitespace`` or
-    ``movielens``: those formats would silently ignore them.
+    ``movielens``, or text options (separator, header) for a parquet file: they would be
+    silently ignored.
 
     >>> check_options_apply(DataConfig(time_col="ts"), "csv", "events.csv")  # used: fine
     """
+    default = DataConfig()
+    if fmt == "parquet":  # typed columns, no text to split: the text options would be ignored
+        text_options = [f"data.{name}" for name in ("separator", "has_header") if getattr(config, name) != getattr(default, name)]
+        if text_options:
+            raise ConfigError(
+                f"{', '.join(text_options)} set, but {source} is read as parquet, which has no separator or "
+                "header line: remove them"
+            )
     if fmt not in ("whitespace", "movielens"):
         return
-    default = DataConfig()
     set_options = [f"data.{name}" for name in COLUMN_OPTIONS if getattr(config, name) != getattr(default, name)]
     if set_options:
         auto = config.format == "auto"

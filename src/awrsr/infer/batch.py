@@ -129,9 +129,10 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
     values = {key: value for key, value in (stored or {}).items() if key not in ("synthetic", "path")}
     if overrides.get("format") is None and Path(path).suffix.lower() in _SUFFIX_FORMATS:
         values["format"] = "auto"
-    if _fixed_fields(overrides.get("format") or values.get("format", "auto"), path):
-        # a whitespace or movielens log has no named columns: the model's own (a CSV's) do not apply
-        values = {key: value for key, value in values.items() if key not in COLUMN_OPTIONS}
+    # the model's own options that the log's format does not read (a CSV's columns for a
+    # whitespace log, its separator for a parquet one) do not apply to it
+    unread = _options_not_read(overrides.get("format") or values.get("format", "auto"), path)
+    values = {key: value for key, value in values.items() if key not in unread}
     values.update({key: value for key, value in overrides.items() if value is not None})
     for key in ("time_col", "separator"):
         if values.get(key) == "":
@@ -142,12 +143,14 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
         raise ConfigError(f"the model's stored data settings: {err}") from None
 
 
-def _fixed_fields(fmt: str, path: str) -> bool:
-    """Whether ``path`` is read as a format with fixed fields (whitespace, movielens)."""
+def _options_not_read(fmt: str, path: str) -> tuple[str, ...]:
+    """The reading options a file read as ``fmt`` (``auto``: as detected) ignores."""
     if fmt == "auto":
         source = user_path(path)
-        fmt = detect_format(source) if source.is_file() else "auto"
-    return fmt in ("whitespace", "movielens")
+        fmt = detect_format(source) if source.is_file() or source.suffix.lower() in _SUFFIX_FORMATS else "auto"
+    if fmt in ("whitespace", "movielens"):
+        return COLUMN_OPTIONS
+    return ("separator", "has_header") if fmt == "parquet" else ()
 
 
 # The reading options' names in ``awrsr recommend``, for errors raised while reading a log
