@@ -409,3 +409,12 @@ def test_spaces_around_ids_are_not_part_of_them(tmp_path, sep):
     path.write_text(f'user_id{sep}item_id\n1{sep}10\n1{sep}"  "\n')
     with pytest.raises(DataError, match=r":3: column 'item_id' \(data.item_col\) is empty"):
         read_interactions(path, DataConfig())
+
+
+def test_spaces_around_times_are_not_part_of_them(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("user_id,item_id,ts\n1,10, 1600000002\n1,11, 1600000001\n2,12, 2020-01-02\n")
+    with pytest.raises(DataError, match=r":4: .*'2020-01-02'"):  # spaces stripped: the misfit is the date itself
+        read_interactions(path, DataConfig(time_col="ts"))
+    path.write_text("user_id,item_id,ts\n1,10, 1600000002\n1,11, 1600000001\n")
+    assert read_interactions(path, DataConfig(time_col="ts"))["timestamp"].to_list() == [1600000002, 1600000001]

@@ -410,8 +410,8 @@ def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series
     if bad is not None:
         raise DataError(f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) is empty")
     dtype = series.dtype
-    if dtype == pl.String:
-        series = _time_strings(series, source, lines)
+    if dtype == pl.String:  # " 1600000000" as a CSV writes it after ", ": the spaces are no part of the time
+        series = _time_strings(series.str.strip_chars(), source, lines)
         dtype = series.dtype
     if dtype.is_integer() or dtype.is_temporal():
         # Dates and datetimes sort by their physical integer (days / time units since the epoch).
