@@ -75,6 +75,26 @@ def test_compare_queue_exits_non_zero_when_its_runs_fail(tmp_path):
     assert sorted(failed) == sorted({str(tmp_path / "a" / v / "seed-1") for v in ("none", "simp")})  # each tried once
 
 
+def test_a_queue_worker_skips_a_run_another_worker_saw_fail(tmp_path, monkeypatch, capsys):
+    import argparse
+
+    compare_queue = load_script("compare_queue")
+    tried = []
+    monkeypatch.setattr(compare_queue, "run_or_reuse", lambda config, options, run_dir, *a, **k: tried.append(run_dir.parent.name))
+    failed_dir = tmp_path / "failed"
+    failed_dir.mkdir()
+    (failed_dir / "a__none__seed-1").touch()  # another worker of this queue failed it
+    args = argparse.Namespace(comparisons=["a=configs/sasrec/synthetic.yaml:simp"], seeds=[1], skip=[], set=[],
+                              root=tmp_path, failed_dir=failed_dir, worker="w2")
+    assert compare_queue.work(args) == 0 and tried == ["simp"]
+
+    def fails(*a, **k):
+        raise RuntimeError("diverged")
+
+    monkeypatch.setattr(compare_queue, "run_or_reuse", fails)
+    assert compare_queue.work(args) == 1 and (failed_dir / "a__simp__seed-1").exists()  # marked for the others
+
+
 def test_compare_queue_refuses_a_comparison_given_after_skip(monkeypatch, capsys):
     compare_queue = load_script("compare_queue")
     monkeypatch.setattr(sys, "argv", ["compare_queue.py", "a=configs/sasrec/synthetic.yaml:simp", "--skip", "a/simp",
