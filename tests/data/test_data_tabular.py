@@ -418,3 +418,12 @@ def test_spaces_around_times_are_not_part_of_them(tmp_path):
         read_interactions(path, DataConfig(time_col="ts"))
     path.write_text("user_id,item_id,ts\n1,10, 1600000002\n1,11, 1600000001\n")
     assert read_interactions(path, DataConfig(time_col="ts"))["timestamp"].to_list() == [1600000002, 1600000001]
+
+
+def test_lone_carriage_returns_are_named_not_read_as_one_line(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_bytes(b"user_id,item_id\r1,10\r1,11\r")
+    with pytest.raises(DataError, match=r"events\.csv: its lines end in a lone carriage return"):
+        read_interactions(path, DataConfig())
+    path.write_bytes(b"user_id,item_id\r\n1,10\r\n1,11\r\n")  # CRLF is fine
+    assert read_interactions(path, DataConfig())["item"].to_list() == [10, 11]

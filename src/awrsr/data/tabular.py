@@ -33,6 +33,7 @@ def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
     if fmt == "parquet":
         return _from_columns(_read(path, fmt, lambda: pl.read_parquet(path)), config, str(path), None)
     sep = config.separator or ("," if fmt == "csv" else "\t")
+    _check_line_endings(path)
     frame = _read(path, fmt, lambda: _read_text_table(path, sep, config), lambda: _first_bad_line(path, sep))
     lines = TextLines(path, sep, config.has_header)
     _check_header(frame.columns, config, lines)
@@ -40,6 +41,18 @@ def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
     ids = [name for name in (config.user_col, config.item_col) if frame.schema.get(name) == pl.String]
     frame = frame.with_columns(_canonical_ints(_stripped(frame.get_column(name))) for name in ids)
     return _from_columns(frame, config, str(path), lines)
+
+
+def _check_line_endings(path: Path) -> None:
+    """A DataError for a file whose lines end in a lone carriage return (old Mac OS): the CSV
+    reader would take the whole file for one line."""
+    with path.open("rb") as handle:
+        head = handle.read(1 << 16)
+    if b"\r" in head.rstrip(b"\r") and b"\n" not in head:
+        raise DataError(
+            f"{path}: its lines end in a lone carriage return (old Mac OS line endings); "
+            "convert them to newlines first, e.g. tr '\\r' '\\n' < old > new"
+        )
 
 
 def _read(
