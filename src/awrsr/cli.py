@@ -289,9 +289,12 @@ def tune(
     run_tune(base_config, load_search_space(space), output_dir, max_trials, sample_seed, extra=parse_sets(set))
 
 
+DEFAULT_VARIANTS = ["simp", "value", "add"]  # compare's refinements of SASRec when no variants are named
+
+
 def compare(
     base_config: str,
-    variants: List[Union[str, bool, int, float]] = ["simp", "value", "add"],  # --key train.lr --variants [0.01]
+    variants: List[Union[str, bool, int, float]] = DEFAULT_VARIANTS,  # --key train.lr --variants [0.01]
     seeds: List[int] = [42, 43, 44],
     output_dir: str = "runs/compare",
     key: str = "model.refine",
@@ -323,7 +326,7 @@ def compare(
     from awrsr.experiments.compare import load_variants_file, run_compare
     from awrsr.experiments.runs import parse_sets
 
-    if variants_file and (variants != ["simp", "value", "add"] or key != "model.refine"):
+    if variants_file and (variants != DEFAULT_VARIANTS or key != "model.refine"):
         raise ConfigError("--variants_file names the variants and their options; give it without --variants and --key")
     chosen = load_variants_file(variants_file) if variants_file else variants
     run_compare(

@@ -149,8 +149,6 @@ def _plain(value: Any) -> Any:
     return yaml.safe_load(yaml.safe_dump(value))
 
 
-# Options that only some parts read: (dotted key, when it is read). Set away from its default
-# where nothing reads it, an option changes nothing, which a comparison of it would hide.
 def reads_matrix_options(model: Any) -> bool:
     """Whether ``model``'s refinement is built on the shared n x n matrices (``MatrixRefinement``),
     the only parts that read refine_per_head, refine_scale and refine_init_std; asked of the part
@@ -167,6 +165,8 @@ def reads_matrix_options(model: Any) -> bool:
     return isinstance(part, MatrixRefinement)
 
 
+# Options that only some parts read: (dotted key, when it is read). Set away from its default
+# where nothing reads it, an option changes nothing, which a comparison of it would hide.
 _READ_ONLY_BY: tuple[tuple[str, str, Any], ...] = (
     ("model.mask_prob", "model.name 'bert4rec'", lambda model, train: model.name == "bert4rec"),
     ("model.refine_value_form", "model.refine 'value'", lambda model, train: model.refine == "value"),

@@ -449,10 +449,10 @@ def evaluate_by_length(
     """``evaluate``'s metrics per bucket of the users' history length (items before the held-out
     one), as a frame: one row per non-empty bucket, its user count, and every metric the run
     records. ``edges`` are the buckets' upper bounds (the last bucket is everything longer)."""
-    return length_table(rank_artifact(artifact_dir, data_path, split, filter_seen, frame=frame), edges)
+    return metrics_by_length(rank_artifact(artifact_dir, data_path, split, filter_seen, frame=frame), edges)
 
 
-def length_table(scored: "ScoredArtifact", edges: Sequence[int] | None = None) -> pl.DataFrame:
+def metrics_by_length(scored: "ScoredArtifact", edges: Sequence[int] | None = None) -> pl.DataFrame:
     """The rows of ``evaluate_by_length`` for ranks already computed."""
     from awrsr.experiments.by_length import (
         DEFAULT_EDGES, assign_buckets, bucket_labels, bucket_means, per_user_metric,
@@ -480,7 +480,7 @@ def print_length_table(console: Console, scored: "ScoredArtifact", title: str) -
     """HR@k, NDCG@k (k: the largest of ``ks`` up to 10) and MRR per bucket of history length."""
     k = max([k for k in scored.evaluation.ks if k <= 10] or [min(scored.evaluation.ks)])
     names = [f"hr@{k}", f"ndcg@{k}", "mrr"]
-    frame = length_table(scored)
+    frame = metrics_by_length(scored)
     table = Table(title=title)
     for column in ("history length", "users", *[n.upper() for n in names]):
         table.add_column(column, justify="left" if column == "history length" else "right")

@@ -74,32 +74,28 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
     return read_table_file(path, fmt, config)
 
 
-# Options for files with named columns; whitespace and movielens files have fixed fields.
+# Options for files with named columns; whitespace and movielens files have fixed fields, and a
+# parquet file has typed columns and no text to split.
 COLUMN_OPTIONS = ("user_col", "item_col", "time_col", "separator", "has_header")
+IGNORED_OPTIONS = {"whitespace": COLUMN_OPTIONS, "movielens": COLUMN_OPTIONS, "parquet": ("separator", "has_header")}
 
 
 def check_options_apply(config: DataConfig, fmt: str, source: str | Path) -> None:
-    """A ConfigError if ``config`` sets column options for a file read as ``whitespace`` or
-    ``movielens``, or text options (separator, header) for a parquet file: they would be
-    silently ignored.
+    """A ConfigError if ``config`` sets an option that a file read as ``fmt`` ignores
+    (``IGNORED_OPTIONS``): column options for whitespace or movielens, text options for parquet.
 
     >>> check_options_apply(DataConfig(time_col="ts"), "csv", "events.csv")  # used: fine
     """
     default = DataConfig()
-    if fmt == "parquet":  # typed columns, no text to split: the text options would be ignored
-        text_options = [f"data.{name}" for name in ("separator", "has_header") if getattr(config, name) != getattr(default, name)]
-        if text_options:
-            raise ConfigError(
-                f"{', '.join(text_options)} set, but {source} is read as parquet, which has no separator or "
-                "header line: remove them"
-            )
-    if fmt not in ("whitespace", "movielens"):
+    ignored = [f"data.{name}" for name in IGNORED_OPTIONS.get(fmt, ()) if getattr(config, name) != getattr(default, name)]
+    if not ignored:
         return
-    set_options = [f"data.{name}" for name in COLUMN_OPTIONS if getattr(config, name) != getattr(default, name)]
-    if set_options:
-        auto = config.format == "auto"
-        how = "data.format auto picked it from the file's name and first line" if auto else f"data.format {fmt}"
+    if fmt == "parquet":
         raise ConfigError(
-            f"{', '.join(set_options)} set, but {source} is read as {fmt} ({how}), whose fields are fixed and "
-            "would ignore them: remove them, or set data.format to csv, tsv or parquet if the file has columns"
+            f"{', '.join(ignored)} set, but {source} is read as parquet, which has no separator or header line: remove them"
         )
+    how = "data.format auto picked it from the file's name and first line" if config.format == "auto" else f"data.format {fmt}"
+    raise ConfigError(
+        f"{', '.join(ignored)} set, but {source} is read as {fmt} ({how}), whose fields are fixed and "
+        "would ignore them: remove them, or set data.format to csv, tsv or parquet if the file has columns"
+    )

@@ -19,7 +19,7 @@ from rich.console import Console
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
-    DataFingerprints, check_finished_runs, finished_run, option_args, run_or_reuse, run_status,
+    DataFingerprints, check_finished_runs, data_config_key, finished_run, option_args, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, user_path, write_text_atomic
@@ -245,7 +245,7 @@ def check_one_dataset_per_data_config(records: list[dict], resolved: Mapping[str
     data (the file changed between them): the table would pair them as if they were not."""
     groups: dict[str, dict[str, list[str]]] = {}
     for r in records:
-        key = json.dumps(asdict(resolved[r["variant"]]["data"]), sort_keys=True, default=str)
+        key = data_config_key(resolved[r["variant"]]["data"])
         sha = str((r["metrics"].get("dataset") or {}).get("sha256", "not recorded"))
         groups.setdefault(key, {}).setdefault(sha, []).append(f"{r['variant']} seed {r['seed']}")
     for by_sha in groups.values():

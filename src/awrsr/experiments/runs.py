@@ -43,6 +43,11 @@ MACHINE_OPTIONS = {"train": {"num_threads", "accelerator", "progress_bar"}}
 REUSABLE_CHANGES = {**MACHINE_OPTIONS, "data": {"path"}}
 
 
+def data_config_key(data: Any) -> str:
+    """A data config (a ``DataConfig``) as text that is equal exactly when the configs are."""
+    return json.dumps(asdict(data), sort_keys=True, default=str)
+
+
 class DataFingerprints:
     """The sha256 fingerprint of the data a data config reads now, each dataset read once (None
     where it cannot be read here): a finished run is reused only if its data is still the data (a
@@ -54,7 +59,7 @@ class DataFingerprints:
     def __call__(self, data: Any) -> str | None:
         from awrsr.data import load_sequence_data
 
-        key = json.dumps(asdict(data), sort_keys=True, default=str)
+        key = data_config_key(data)
         if key not in self._cache:
             try:
                 self._cache[key] = load_sequence_data(data).fingerprint.sha256

@@ -22,10 +22,10 @@ import polars as pl
 
 from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
-from awrsr.data.readers import COLUMN_OPTIONS, detect_format
+from awrsr.data.readers import IGNORED_OPTIONS, detect_format
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
-from awrsr.infer.recommender import Recommender
+from awrsr.infer.recommender import Recommender, check_unknown
 
 OUTPUT_FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
 
@@ -61,8 +61,7 @@ def read_user_histories(
 
     An item the model does not know is an error naming how many there are, unless ``unknown`` is
     "ignore": then those interactions are left out, and users left with nothing are reported."""
-    if unknown not in ("error", "ignore"):  # a misspelt "error" must not drop interactions silently
-        raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
+    check_unknown(unknown)
     where = f"{source}: " if isinstance(source, (str, Path)) else ""
     frame = drop_duplicates(sort_chronologically(read_interactions(source, data)), data.duplicates)
     keys = [str(x) for x in vocab.ids]
@@ -148,9 +147,7 @@ def _options_not_read(fmt: str, path: str) -> tuple[str, ...]:
     if fmt == "auto":
         source = user_path(path)
         fmt = detect_format(source) if source.is_file() or source.suffix.lower() in _SUFFIX_FORMATS else "auto"
-    if fmt in ("whitespace", "movielens"):
-        return COLUMN_OPTIONS
-    return ("separator", "has_header") if fmt == "parquet" else ()
+    return IGNORED_OPTIONS.get(fmt, ())
 
 
 # The reading options' names in ``awrsr recommend``, for errors raised while reading a log

@@ -116,8 +116,7 @@ class Recommender:
         known id is an error there, being the wrong file or the wrong model). ``exclude`` lists
         item ids never to recommend (sold out, blocked) to any of the histories; ids the model
         does not know are skipped, since it cannot recommend them anyway."""
-        if unknown not in ("error", "ignore"):  # a misspelt "error" must not drop ids silently
-            raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
+        check_unknown(unknown)
         if isinstance(histories, (str, bytes)):
             raise ConfigError("histories is a list of histories, each a list of item ids; got a string")
         if isinstance(exclude, (str, bytes)):  # also when no history is left to score
@@ -151,16 +150,14 @@ class Recommender:
         reads ``history`` (oldest first) to predict its next item (see ``AttentionMaps``). Only
         the last ``max_len`` items are read (BERT4Rec: ``max_len - 1`` and its [mask]); unknown
         ids as in ``recommend``."""
-        if unknown not in ("error", "ignore"):
-            raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
+        check_unknown(unknown)
         history = as_history(history)
         if not len(history):
             raise ConfigError("a history needs at least one item id")
         if unknown == "ignore" and not any(x in self.vocab for x in history):
             raise ConfigError(f"no known item id to read ({UnknownItemError(list(history))})")
-        encoded = self._encode(history, unknown)[-self.max_len:]
-        padded = np.zeros((1, self.max_len), dtype=np.int64)
-        padded[0, self.max_len - len(encoded):] = encoded
+        encoded = self._encode(history, unknown)
+        padded = Sequences(np.array([0, len(encoded)]), encoded).to_padded(self.max_len)
         inputs = self.model.next_inputs(torch.from_numpy(padded).to(self.device))
         _, weights = self.model.encode(inputs, need_weights=True)
         real = inputs[0] > 0
@@ -216,6 +213,13 @@ class Recommender:
                 raise UnknownItemError(err.unknown, where=where) from None
             missing = {str(x) for x in err.unknown}
             return self.vocab.encode([x for x in history if str(x) not in missing])
+
+
+def check_unknown(unknown: object) -> None:
+    """A ConfigError unless ``unknown`` is "error" or "ignore": a misspelt "error" must not drop
+    ids silently."""
+    if unknown not in ("error", "ignore"):
+        raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
 
 
 def check_k(k: object) -> None:
