@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 from awrsr.models import ModelConfig, build_model, compatible_combinations
+from awrsr.workflows import code_version
 
 # Relative errors. Float32 with TF32 off lands near 1e-7 in forward values, and up to ~1e-3 in
 # the gradient of a single parameter whose gradient is ~1e-6 of the whole (AC-TSR's gate at
@@ -195,10 +196,10 @@ def main() -> int:
         cells = " ".join(f"{row[k]:10.1e}" if k in row else f"{'':10s}" for k in keys)
         print(f"{row['model']:28s} {cells}  {'yes' if row['ok'] else 'NO ' + str(row.get('error', ''))}")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" and torch.cuda.is_available() else str(device)
-    print(f"{sum(r['ok'] for r in rows)}/{len(rows)} checks pass on {name} (torch {torch.__version__})")
+    print(f"{sum(r['ok'] for r in rows)}/{len(rows)} checks pass on {name} (torch {torch.__version__}, awrsr {code_version()})")
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(f"{args.output}.json").write_text(json.dumps({"device": name, "torch": torch.__version__, "rows": rows}, indent=1, default=str))
+        Path(f"{args.output}.json").write_text(json.dumps({"device": name, "torch": torch.__version__, "code": code_version(), "rows": rows}, indent=1, default=str))
     return 0 if all(r["ok"] for r in rows) else 1
 
 

@@ -38,6 +38,7 @@ from awrsr.nn.attention.calibrated import perturbation_parameters, recommender_p
 from awrsr.nn.losses import LOSSES  # noqa: E402
 from awrsr.train.module import adversarial_backward  # noqa: E402
 from awrsr.train.batches import training_loader  # noqa: E402
+from awrsr.workflows import code_version  # noqa: E402
 
 DATASETS = {
     "ml-1m": (ROOT.parent / "shared/data/ml-1m/ml-1m.txt", 200),
@@ -198,7 +199,7 @@ def main() -> None:
                     if args.profile and not args.parameters_only:
                         print(profile_step(model, loader, precision, loss))
 
-    machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
+    machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, awrsr {code_version()}"
     if device.type == "cuda":
         machine += f", {torch.cuda.get_device_name(device)}"
     md = [
@@ -219,7 +220,7 @@ def main() -> None:
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     stem = args.output or "speed"
-    (out / f"{stem}.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
+    (out / f"{stem}.json").write_text(json.dumps({"machine": machine, "code": code_version(), "rows": rows}, indent=2) + "\n")
     (out / f"{stem}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
