@@ -110,10 +110,11 @@ def test_scores_cover_every_item_and_match_score_items(name, attention, refine):
 
 
 @COMBINATIONS
-def test_training_step_gives_finite_gradients(name, attention, refine):
+@PARAMETERS
+def test_training_step_gives_finite_gradients(name, attention, refine, parameters):
     from awrsr.nn.losses import LOSSES
 
-    model = build_tiny(name, attention, refine).train()
+    model = build_tiny(name, attention, refine, parameters).train()
     ids = _histories()
     targets = torch.roll(ids, -1, dims=1).clamp(min=0)
     targets[:, -1] = 3
