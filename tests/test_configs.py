@@ -17,8 +17,23 @@ FIT_CONFIGS = sorted(p for p in CONFIGS.glob("*/*.yaml") if p.parent.name not in
 
 @pytest.mark.parametrize("path", FIT_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fit_config_parses_and_builds(path):
+    import yaml
+
     cfg = load_fit_config(["--config", str(path)])
-    build_model(cfg["model"], num_items=30)
+    written = yaml.safe_load(path.read_text())
+    def check(obj, written_section: dict, where: str) -> None:  # what the file says is what runs
+        for key, value in written_section.items():
+            got = getattr(obj, key)
+            if isinstance(value, dict):
+                check(got, value, f"{where}.{key}")
+            else:
+                assert (list(got) if isinstance(got, tuple) else got) == value, f"{where}.{key}"
+
+    for section in ("data", "model", "train", "evaluation"):
+        check(cfg[section], written.get(section) or {}, section)
+    model = build_model(cfg["model"], num_items=30)
+    assert type(model).__name__.lower() == cfg["model"].name
+    assert model.max_len == cfg["model"].max_len and len(model.blocks) == cfg["model"].num_blocks
 
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("compare/*.yaml")), ids=lambda p: p.name)

@@ -29,7 +29,7 @@ def test_to_padded_left_pads_and_keeps_the_last_items(seqs):
     assert padded.dtype == np.int64
     np.testing.assert_array_equal(padded, expected)
     np.testing.assert_array_equal(seqs.to_padded(6)[0], [0, 1, 2, 3, 4, 5])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_len must be >= 1, got 0"):
         seqs.to_padded(0)
 
 
@@ -53,14 +53,16 @@ def test_operations_return_new_containers(seqs):
 
 
 def test_invalid_offsets_are_rejected():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="start with 0"):
         Sequences(np.array([1, 2]), np.array([5]))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="non-decreasing and end at len"):
         Sequences(np.array([0, 3]), np.array([5]))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="non-decreasing and end at len"):
         Sequences(np.array([0, 2, 1, 2]), np.array([5, 6]))
 
 
 def test_equality():
     assert Sequences.from_lists(ROWS) == Sequences.from_lists(ROWS)
     assert Sequences.from_lists(ROWS) != Sequences.from_lists([[1]])
+    same_lengths = [[9 if x == 5 else x for x in row] for row in ROWS]  # same offsets, one item differs
+    assert same_lengths != ROWS and Sequences.from_lists(same_lengths) != Sequences.from_lists(ROWS)

@@ -37,7 +37,7 @@ def test_unknown_ids_are_all_listed_in_order():
 
 @pytest.mark.parametrize("bad", [[0], [4], [-1], [1, 5]])
 def test_decode_rejects_padding_and_out_of_range(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=f"item index {bad[-1]} is not in 1..3"):
         Vocabulary([1, 2, 3]).decode(bad)
 
 

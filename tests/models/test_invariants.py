@@ -86,13 +86,23 @@ def test_weights_rows_sum_to_one_over_allowed_keys(name, attention, refine, para
 
 @COMBINATIONS
 @PARAMETERS
-def test_fused_path_equals_explicit_path(name, attention, refine, parameters):
+def test_fused_path_equals_explicit_path(name, attention, refine, parameters, monkeypatch):
     fused = build_tiny(name, attention, refine, parameters, fused_attention=True).eval()
     explicit = build_tiny(name, attention, refine, parameters, fused_attention=False).eval()
     explicit.load_state_dict(fused.state_dict())
     ids = _histories()
+    kernel_calls = []
+    kernel = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(
+        torch.nn.functional, "scaled_dot_product_attention", lambda *a, **k: kernel_calls.append(1) or kernel(*a, **k)
+    )
     with torch.no_grad():
-        assert_close(fused(ids), explicit(ids), "fused path against the explicit one")
+        explicit_out = explicit(ids)
+        assert not kernel_calls, "fused_attention=False still ran the fused kernel"
+        fused_out = fused(ids)
+        # Dot-product attention with nothing refining it fuses; everything else has no fused path.
+        assert bool(kernel_calls) == (attention == "dot" and refine == "none"), f"fused kernel calls: {len(kernel_calls)}"
+        assert_close(fused_out, explicit_out, "fused path against the explicit one")
         # asking for the weights forces the explicit path; outputs must not change
         assert_close(fused.encode(ids, need_weights=True)[0], fused(ids), "outputs with the weights asked for")
 

@@ -176,6 +176,20 @@ def test_theta_and_every_calibrator_receive_gradient():
     assert all(p.grad.abs().sum() > 0 for p in perturbation_parameters(model))  # through A_c
 
 
+def test_every_calibrator_of_every_layer_receives_gradient_once_away_from_its_start():
+    # At the start some terms sit behind a zero (their gradients are ~1e-8); moved, every one counts.
+    model = build_tiny("sasrec", "calibrated", "none").train()
+    _randomise_calibrators(model)
+    LOSSES.get("ce")(model, model(HISTORIES), _targets(HISTORIES)).backward()
+    layers = calibrated_layers(model)
+    assert len(layers) == 2
+    for index, layer in enumerate(layers):
+        for name in ("theta", "order_query", "order_key", "order_bias", "distance_query", "distance_key",
+                     "distance_bias", "gate_weight", "gate_bias"):
+            grad = getattr(layer, name).grad
+            assert grad is not None and grad.abs().sum() > 1e-6, f"layer {index} {name}"
+
+
 # --- the lite variant ----------------------------------------------------------------------------
 
 
@@ -378,7 +392,8 @@ def test_fit_beats_popularity_and_the_artifact_recommends(tmp_path, lite):
     assert m["test"]["ndcg@10"] > m["popularity"]["test"]["ndcg@10"] + 0.15
     assert m["test"]["hr@10"] > m["popularity"]["test"]["hr@10"] + 0.15
     rec = Recommender.load(result.run_dir)
-    assert all(layer.lite == lite for layer in calibrated_layers(rec.model))
+    layers = calibrated_layers(rec.model)
+    assert layers and all(layer.lite == lite for layer in layers)
     top = rec.recommend([1, 2, 3], k=5)
     assert len(top) == 5 and not {r.item for r in top} & {1, 2, 3}
     scores = [r.score for r in top]

@@ -67,6 +67,22 @@ def test_bce_by_hand_with_the_same_negatives():
     assert torch.allclose(got, per_position.mean())
 
 
+def test_sampled_softmax_by_hand_with_the_same_negatives():
+    model, (hidden, targets) = DotModel(6), _batch()
+    torch.manual_seed(5)
+    got = LOSSES.get("sampled_softmax")(model, hidden, targets, num_negatives=3)
+    torch.manual_seed(5)
+    real = targets > 0
+    h, pos = hidden[real], targets[real]
+    neg = torch.randint(1, 7, (pos.shape[0], 3))
+    collision = neg == pos[:, None]
+    assert collision.any() and not collision.all()  # the seed exercises the masking
+    s_pos = (model.table[pos] * h).sum(-1)
+    s_neg = (model.table[neg] * h[:, None]).sum(-1)
+    per_position = -s_pos + torch.log(torch.exp(s_pos) + (torch.exp(s_neg) * ~collision).sum(1))
+    assert torch.allclose(got, per_position.mean())
+
+
 def test_sampled_softmax_masks_negatives_equal_to_the_positive():
     # One item: every negative is the positive, so the softmax has one candidate and the loss is 0.
     model = DotModel(1)

@@ -124,7 +124,7 @@ def first_backbone(refine: str) -> tuple[str, str]:
 
 # every registered refinement, so one added later is saved, loaded and served here too
 @pytest.mark.parametrize("refine", [r for r in REFINEMENTS.names() if r != "none"])
-def test_refinement_trains_saves_loads_and_recommends(refine, tmp_path):
+def test_refinement_trains_saves_loads_and_recommends(refine, tmp_path, monkeypatch):
     from rich.console import Console
 
     from awrsr.errors import ArtifactError
@@ -133,6 +133,16 @@ def test_refinement_trains_saves_loads_and_recommends(refine, tmp_path):
 
     from conftest import tiny_run_config
 
+    import awrsr.workflows
+
+    built = []  # (num_items, initial weights) of every model fit builds
+
+    def build_and_keep(config, num_items):
+        model = build_model(config, num_items)
+        built.append((num_items, {k: v.clone() for k, v in model.state_dict().items()}))
+        return model
+
+    monkeypatch.setattr(awrsr.workflows, "build_model", build_and_keep)
     cfg = tiny_run_config(tmp_path / refine, max_epochs=2)
     name, attention = first_backbone(refine)
     cfg["model"] = ModelConfig(name=name, attention=attention, max_len=12, hidden_size=16, num_blocks=1, refine=refine)
@@ -142,6 +152,13 @@ def test_refinement_trains_saves_loads_and_recommends(refine, tmp_path):
     assert len(top) == 5 and not {r.item for r in top} & {1, 2, 3}
     loaded = load_artifact(result.run_dir)
     assert loaded.model_config.refine == refine
+    # It trained and the trained matrices were saved: every refinement parameter moved away from
+    # the model fit built.
+    (initial,) = [state for items, state in built if items == loaded.model.num_items]
+    refinement = {key: value for key, value in loaded.model.state_dict().items() if ".refinement." in key}
+    assert refinement, "the refined model saved no refinement parameters"
+    for key, value in refinement.items():
+        assert initial[key].shape == value.shape and not torch.allclose(initial[key], value), key
     _, weights = loaded.model.encode(torch.tensor([[0] * 9 + [1, 2, 3]]), need_weights=True)
     assert not torch.allclose(weights[0].base, weights[0].refined)
     with pytest.raises(ArtifactError, match="max_len=12"):

@@ -98,7 +98,8 @@ def test_num_threads_holds_for_the_fit_only(tmp_path):
     before = torch.get_num_threads()
     wanted = 1 if before > 1 else 2
     try:
-        fit(**tiny_run_config(tmp_path / "run", max_epochs=1, num_threads=wanted), console=QUIET)
+        result = fit(**tiny_run_config(tmp_path / "run", max_epochs=1, num_threads=wanted), console=QUIET)
+        assert result.metrics["machine"]["torch_threads"] == wanted  # the fit ran with them
         assert torch.get_num_threads() == before  # the caller's process gets its threads back
     finally:
         torch.set_num_threads(before)
@@ -132,8 +133,9 @@ def test_ctrl_c_says_where_the_run_can_continue(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(SequentialRecommenderModule, "on_train_epoch_start", interrupt_in_the_second_epoch, raising=False)
     run_dir = tmp_path / "run"
-    with pytest.raises(SystemExit):  # Lightning's way out after Ctrl-C
+    with pytest.raises(SystemExit) as exit_info:  # Lightning's way out after Ctrl-C
         fit(**tiny_run_config(run_dir, max_epochs=2, patience=50), console=QUIET)
+    assert exit_info.value.code not in (0, None)  # an interrupted fit does not report success
     err = capsys.readouterr().err
     assert "interrupted in epoch 2" in err and "--resume true continues from it" in err
     monkeypatch.undo()

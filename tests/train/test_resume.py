@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from awrsr.errors import AwrsrError, ConfigError
+from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.workflows import fit
 from conftest import tiny_run_config
 
@@ -86,11 +86,16 @@ def test_a_failed_fit_leaves_the_finished_run_in_its_directory_usable(tmp_path):
 
     run_dir = tmp_path / "run"
     fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+    files = {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    before = Recommender.load(run_dir).recommend([1, 2], k=3)
     cfg = tiny_run_config(run_dir, max_epochs=1)
     cfg["data"] = DataConfig(path=str(tmp_path / "missing.txt"))
-    with pytest.raises(AwrsrError):
-        fit(**cfg, console=QUIET)
-    assert Recommender.load(run_dir).recommend([1, 2], k=3)
+    # overwrite=True: the new run may replace the old one, but only once it can start; a data
+    # file that cannot be read must leave the finished run as it was.
+    with pytest.raises(DataError, match="missing.txt"):
+        fit(**cfg, overwrite=True, console=QUIET)
+    assert {p.relative_to(run_dir): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == files
+    assert Recommender.load(run_dir).recommend([1, 2], k=3) == before
 
 
 def test_resume_refuses_other_data_at_a_moved_path(tmp_path):

@@ -1,0 +1,39 @@
+"""Which (backbone, attention, refinement) triples build. The shared invariant tests run over
+``compatible_combinations()``, which leaves out any triple whose builder raises a ConfigError, so a
+builder that wrongly refused a valid triple would shrink those tests instead of failing them. The
+rules below pin the accepted triples of today's parts; a part registered later is not constrained
+here (the shared tests pick it up)."""
+
+import itertools
+
+from awrsr.models import compatible_combinations
+
+BACKBONES = {"sasrec", "bert4rec", "stosa"}
+ATTENTIONS = {"dot", "calibrated", "positional", "average", "linear", "exponential", "wasserstein"}
+REFINEMENTS = {"none", "simp", "value", "add", "stoc"}
+DETERMINISTIC_REFINEMENTS = REFINEMENTS - {"stoc"}  # M_stoc needs stochastic (Wasserstein) attention
+
+EXPECTED = (
+    # SASRec: every deterministic attention, the fixed patterns included
+    {("sasrec", a, r) for a in ATTENTIONS - {"wasserstein"} for r in DETERMINISTIC_REFINEMENTS}
+    # BERT4Rec is bidirectional: the causal-only fixed patterns are refused
+    | {("bert4rec", a, r) for a in ("dot", "calibrated", "positional") for r in DETERMINISTIC_REFINEMENTS}
+    # STOSA: Wasserstein attention only, and every refinement, M_stoc included
+    | {("stosa", "wasserstein", r) for r in REFINEMENTS}
+)
+
+
+def test_the_accepted_triples_of_todays_parts_are_exactly_the_expected_ones():
+    known = {t for t in compatible_combinations() if t[0] in BACKBONES and t[1] in ATTENTIONS and t[2] in REFINEMENTS}
+    assert not known - EXPECTED, f"accepted but expected to be refused: {sorted(known - EXPECTED)}"
+    assert not EXPECTED - known, f"refused but expected to build: {sorted(EXPECTED - known)}"
+    assert len(EXPECTED) == 41  # docs/neighbours.md counts them
+
+
+def test_every_part_of_today_is_still_registered():
+    from awrsr.models.registry import MODELS
+    from awrsr.nn.attention import ATTENTIONS as attention_registry
+    from awrsr.nn.refine import REFINEMENTS as refinement_registry
+
+    registered = set(itertools.product(MODELS.names(), attention_registry.names(), refinement_registry.names()))
+    assert set(itertools.product(BACKBONES, ATTENTIONS, REFINEMENTS)) <= registered
