@@ -53,32 +53,29 @@ def test_full_cross_entropy_matches_reference_on_real_positions():
     assert torch.allclose(LOSSES.get("ce")(model, hidden, targets), expected)
 
 
-def test_bce_by_hand_with_the_same_negatives():
+def _loss_and_its_negatives(loss: str, num_negatives: int):
+    """``loss`` on a DotModel over 6 items, and what a hand computation needs: the positive's and
+    the negatives' scores at each real position, with the negatives the loss drew (same seed)."""
     model, (hidden, targets) = DotModel(6), _batch()
     torch.manual_seed(5)
-    got = LOSSES.get("bce")(model, hidden, targets, num_negatives=2)
+    got = LOSSES.get(loss)(model, hidden, targets, num_negatives=num_negatives)
     torch.manual_seed(5)
     real = targets > 0
     h, pos = hidden[real], targets[real]
-    neg = torch.randint(1, 7, (pos.shape[0], 2))
-    s_pos = (model.table[pos] * h).sum(-1)
-    s_neg = (model.table[neg] * h[:, None]).sum(-1)
-    per_position = -torch.log(torch.sigmoid(s_pos)) - (torch.log(1 - torch.sigmoid(s_neg)) * (neg != pos[:, None])).sum(1)
+    neg = torch.randint(1, 7, (pos.shape[0], num_negatives))
+    collision = neg == pos[:, None]
+    assert collision.any() and not collision.all()  # the seed exercises the masking
+    return got, (model.table[pos] * h).sum(-1), (model.table[neg] * h[:, None]).sum(-1), collision
+
+
+def test_bce_by_hand_with_the_same_negatives():
+    got, s_pos, s_neg, collision = _loss_and_its_negatives("bce", 2)
+    per_position = -torch.log(torch.sigmoid(s_pos)) - (torch.log(1 - torch.sigmoid(s_neg)) * ~collision).sum(1)
     assert torch.allclose(got, per_position.mean())
 
 
 def test_sampled_softmax_by_hand_with_the_same_negatives():
-    model, (hidden, targets) = DotModel(6), _batch()
-    torch.manual_seed(5)
-    got = LOSSES.get("sampled_softmax")(model, hidden, targets, num_negatives=3)
-    torch.manual_seed(5)
-    real = targets > 0
-    h, pos = hidden[real], targets[real]
-    neg = torch.randint(1, 7, (pos.shape[0], 3))
-    collision = neg == pos[:, None]
-    assert collision.any() and not collision.all()  # the seed exercises the masking
-    s_pos = (model.table[pos] * h).sum(-1)
-    s_neg = (model.table[neg] * h[:, None]).sum(-1)
+    got, s_pos, s_neg, collision = _loss_and_its_negatives("sampled_softmax", 3)
     per_position = -s_pos + torch.log(torch.exp(s_pos) + (torch.exp(s_neg) * ~collision).sum(1))
     assert torch.allclose(got, per_position.mean())
 
