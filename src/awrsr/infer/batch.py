@@ -25,7 +25,7 @@ from awrsr.data.preprocess import drop_duplicates, sort_chronologically
 from awrsr.data.readers import IGNORED_OPTIONS, detect_format
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
-from awrsr.infer.recommender import Recommender, check_unknown
+from awrsr.infer.recommender import Recommender, check_exclude, check_unknown
 
 OUTPUT_FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
 
@@ -98,8 +98,7 @@ def recommend_log(
 ) -> LogRecommendations:
     """The top-k next items for every user of the log ``source`` (see ``read_user_histories``),
     as a long table: user, rank, item, score."""
-    if isinstance(exclude, (str, bytes)):  # before the log is read
-        raise ConfigError("exclude takes a list of item ids, not a single string")
+    check_exclude(exclude)  # before the log is read
     read = read_user_histories(source, data, recommender.vocab, unknown)
     cols, scores = recommender.top_k(read.histories, k, exclude_seen, exclude, batch_size)
     kept = np.isfinite(scores)  # -inf: fewer than k items were left to recommend

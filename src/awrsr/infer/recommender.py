@@ -119,8 +119,7 @@ class Recommender:
         check_unknown(unknown)
         if isinstance(histories, (str, bytes)):
             raise ConfigError("histories is a list of histories, each a list of item ids; got a string")
-        if isinstance(exclude, (str, bytes)):  # also when no history is left to score
-            raise ConfigError("exclude takes a list of item ids, not a single string")
+        check_exclude(exclude)  # also when no history is left to score
         check_k(k)
         histories = [as_history(history, f"histories[{i}]") for i, history in enumerate(histories)]
         encoded, kept = [], []
@@ -177,8 +176,7 @@ class Recommender:
         first; -inf marks a slot with no item left (every item seen or excluded). Histories are
         scored in batches of similar length, so that each batch runs the model on the narrowest
         window that holds it."""
-        if isinstance(exclude, (str, bytes)):
-            raise ConfigError("exclude takes a list of item ids, not a single string")
+        check_exclude(exclude)
         check_k(k)
         if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool) or batch_size < 1:
             raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
@@ -220,6 +218,12 @@ def check_unknown(unknown: object) -> None:
     ids silently."""
     if unknown not in ("error", "ignore"):
         raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
+
+
+def check_exclude(exclude: object) -> None:
+    """A ConfigError if ``exclude`` is a single string: iterating it would exclude its characters."""
+    if isinstance(exclude, (str, bytes)):
+        raise ConfigError("exclude takes a list of item ids, not a single string")
 
 
 def check_k(k: object) -> None:
