@@ -22,6 +22,13 @@ def test_recommend_prints_original_ids(trained_run, capsys):
     assert code == 2 and "no known item id" in err and "'a,b'" in err, err
     code, _, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "[1, 2")
     assert code == 2 and "--history: not a JSON list of ids" in err
+    # a short list says why (the model knows 50 items; 3 are seen, 45 excluded)
+    code, out, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,2,3", "--k", "5",
+                             "--exclude", ",".join(str(i) for i in range(4, 49)))
+    assert code == 0 and "top 2 after 3 item(s)" in out and "only 2 of the model's items are neither" in err, err
+    # ids left out are named, and not counted as read
+    code, out, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,999999,2", "--ignore_unknown", "true")
+    assert code == 0 and "after 2 item(s)" in out and "left out 1 id(s) the model does not know: 999999" in err, err
 
 
 def test_evaluate_prints_the_metrics_table(trained_run, capsys):
@@ -130,7 +137,7 @@ def test_stats_reads_the_data_section_of_a_fit_config(tmp_path, capsys):
     # an unknown section is still an error, naming it, not silently dropped
     fit_config.write_text("data:\n  synthetic: {num_users: 60}\nmodel: {name: sasrec}\ntrian: {lr: 0.1}\n")
     code, _, err = run_cli(capsys, "stats", "--config", str(fit_config))
-    assert code == 2 and "unknown section(s) trian" in err, err
+    assert code == 2 and "run.yaml, line 4: unknown section 'trian'; did you mean train?" in err, err
 
 
 def test_missing_data_file(tmp_path, capsys):
@@ -180,6 +187,19 @@ def test_damaged_artifacts_are_clear_errors(trained_run, tmp_path, capsys, file,
     (damaged / file).write_text(edit((damaged / file).read_text()))
     code, _, err = run_cli(capsys, "evaluate", str(damaged))
     assert code == 2 and expected in err
+
+
+@pytest.mark.parametrize("file", ["config.yaml", "metrics.json"])
+def test_an_artifact_file_in_another_encoding_names_its_line(trained_run, tmp_path, capsys, file):
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(trained_run.run_dir, damaged)
+    text = (damaged / file).read_text()
+    (damaged / file).write_bytes(text.encode() + "\n".encode() + "caf\u00e9".encode("latin-1"))  # a Latin-1 edit
+    lines = text.count("\n") + 2
+    code, _, err = run_cli(capsys, "evaluate", str(damaged))
+    assert code == 2 and f"{file}:{lines}: not valid UTF-8 text" in err, err
 
 
 @pytest.mark.parametrize("command", ["fit", "evaluate", "recommend", "serve", "stats", "tune", "compare", "plot"])
@@ -237,15 +257,19 @@ def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
     broken.write_text("model:\n  name: sasrec\n  hidden_size: 64: 3\n")
     for args, message in (
         (["fit", "--model.refin", "simp"], "unrecognized arguments: --model.refin simp (did you mean --model.refine?)"),
-        (["fit", "--train.max_epochs", "abc"], 'Parser key "train.max_epochs"'),
+        (["fit", "--train.max_epochs", "abc"], "--train.max_epochs expects an integer, got 'abc'"),
+        # jsonargparse's account of a union is seven lines ("Subtypes: [...]", "Given value type: ...")
+        (["compare", "base.yaml", "--set", "train.lr=1"], "--set expects a list or null (a list is written [a,b]), got 'train.lr=1'"),
+        (["fit", "--train.precision", "16"], "--train.precision expects one of '32-true', 'bf16-mixed', got '16'"),
         (["frob"], "argument subcommand: invalid choice: 'frob'"),
         (["fit", "--config", str(broken)], f"{broken}, line 3, column 18: not valid YAML: mapping values are not allowed here"),
     ):
         code, out, err = run_cli(capsys, *args)
         assert code == 2 and err.startswith(f"awrsr: error: {message}") and "usage:" not in err, (args, err)
-        assert len(err.splitlines()) <= 3 and not out, (args, err)
+        assert len(err.splitlines()) <= (2 if "expects" in message else 3) and not out, (args, err)
         if "YAML" not in message:  # jsonargparse's errors point to the options' help
-            assert err.rstrip().endswith("(for the accepted options: awrsr" + (" fit" if args[0] == "fit" else "") + " --help)"), err
+            command = f" {args[0]}" if args[0] in ("fit", "compare") else ""
+            assert err.rstrip().endswith(f"(for the accepted options: awrsr{command} --help)"), err
 
 
 

@@ -21,7 +21,11 @@ from awrsr.train import TrainConfig
     (lambda: ModelConfig(refine_scale="Head"), "model.refine_scale must be one of 'head', 'length', got 'Head'"),
     (lambda: ModelConfig(refine_blocks=[0, 1.5]), r"model.refine_blocks must be a list of integers or null, got \[0, 1.5\]"),
     (lambda: ModelConfig(position_embedding="yes"), "model.position_embedding must be true or false or null, got 'yes'"),
-    (lambda: TrainConfig(lr="1e-3"), "train.lr must be a number, got '1e-3'"),
+    (lambda: TrainConfig(lr="1e-3"), "train.lr must be a finite number, got '1e-3'"),
+    # NaN passes "weight_decay < 0" and failed inside torch's Adam; inf "diverged", blaming the lr
+    (lambda: TrainConfig(weight_decay=float("nan")), "train.weight_decay must be a finite number, got nan"),
+    (lambda: TrainConfig(lr=float("inf")), "train.lr must be a finite number, got inf"),
+    (lambda: ModelConfig(refine="simp", refine_init_std=np.float64("-inf")), "model.refine_init_std must be a finite number, got -inf"),
     (lambda: EvalConfig(ks=10), "evaluation.ks must be a list of integers, got 10"),
     (lambda: EvalConfig(filter_seen="false"), "evaluation.filter_seen must be true or false, got 'false'"),
     (lambda: DataConfig(path=3), "data.path must be a string or null, got 3"),

@@ -184,6 +184,11 @@ def test_artifact_loading_errors(trained_run, tmp_path):
     (broken / "vocab.json").unlink()
     with pytest.raises(ArtifactError, match="missing vocab.json"):
         load_artifact(broken)
+    # a run still training (or interrupted) has checkpoints and no model yet: said so
+    unfinished = tmp_path / "unfinished"
+    (unfinished / "checkpoints").mkdir(parents=True)
+    with pytest.raises(ArtifactError, match=r"not a finished run yet \(no config.yaml, vocab.json, model.safetensors\): it is still training"):
+        load_artifact(unfinished)
 
     reshaped = tmp_path / "reshaped"
     shutil.copytree(trained_run.run_dir, reshaped)
@@ -210,6 +215,31 @@ def test_an_edited_model_section_is_refused_even_where_no_shape_changes(trained_
     # weights saved before the model section travelled with them load as before
     save_file(load_file(str(edited / "model.safetensors")), str(edited / "model.safetensors"))
     assert load_artifact(edited).model_config.norm_eps == 1e-5
+
+
+@pytest.mark.parametrize("edit", ["reorder", "drop", "add"])
+def test_another_vocabulary_beside_the_weights_is_refused(trained_run, tmp_path, edit):
+    # reordered, the ids name other items' weights with no shape changed; one id fewer or more
+    # was reported as the item table's shape, blaming the intact weights
+    edited = tmp_path / "edited"
+    shutil.copytree(trained_run.run_dir, edited)
+    vocab = json.loads((edited / "vocab.json").read_text())
+    ids = vocab["ids"]
+    vocab["ids"] = {"reorder": [ids[1], ids[0], *ids[2:]], "drop": ids[:-1], "add": [*ids, 10**6]}[edit]
+    (edited / "vocab.json").write_text(json.dumps(vocab))
+    with pytest.raises(ArtifactError, match=r"vocab.json: not the vocabulary these weights were trained with"):
+        load_artifact(edited)
+    # weights saved before the digest travelled with them are not checked
+    save_file(load_file(str(edited / "model.safetensors")), str(edited / "model.safetensors"))
+    if edit == "reorder":
+        assert load_artifact(edited).vocab.ids[:2] == [ids[1], ids[0]]
+
+
+def test_load_checks_the_type_of_its_arguments(trained_run):
+    with pytest.raises(ArtifactError, match="max_len must be an integer .*got '20'"):
+        load_artifact(trained_run.run_dir, max_len="20")
+    with pytest.raises(TypeError, match="directory must be a path, got NoneType"):
+        load_artifact(None)
 
 
 def test_evaluate_refuses_data_other_than_the_training_data(trained_run, tmp_path):

@@ -1,9 +1,16 @@
 """A YAML mapping may not repeat a key: YAML itself would keep the last one silently."""
 
+import re
+
 import pytest
 
+from awrsr.data import DataConfig
 from awrsr.errors import ConfigError
-from awrsr.strict_yaml import check_config_files, check_unique_keys, repeated_key
+from awrsr.experiments.compare import load_variants_file
+from awrsr.experiments.tune import load_search_space
+from awrsr.models import ModelConfig
+from awrsr.run_config import load_fit_config
+from awrsr.strict_yaml import check_config_files, check_unique_keys, empty_sections_as_mappings, repeated_key
 from conftest import run_cli
 
 
@@ -50,3 +57,68 @@ def test_inline_configs_and_section_files_are_checked_too(tmp_path, capsys):
     section.write_text("lr: 0.1\nbatch_size: 8\n")  # and one without repeats still parses
     code, out, err = run_cli(capsys, "fit", "--train", str(section), "--print_config")
     assert code == 0 and "batch_size: 8" in out, err
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("model: 5\n", r"c.yaml, line 1: model must be a mapping of its settings \(e.g. model: \{key: value\}\), got '5'"),
+        ("train: {lr: 0.1}\nmodel: [1, 2]\n", "c.yaml, line 2: model must be a mapping of its settings.*got a list"),
+        ("data:\n  synthetic: 3\n", "c.yaml, line 2: data.synthetic must be a mapping of its settings, got '3'"),
+        # an unknown section is refused even when empty (jsonargparse would drop it silently)
+        ("modle: {}\n", "c.yaml, line 1: unknown section 'modle'; did you mean model?"),
+        ("", "c.yaml: the config is empty"),
+        ("# every line commented out\n", "c.yaml: the config is empty"),
+        ("- model\n- train\n", r"c.yaml: expected a mapping of sections \(data, model, .*\), got a list"),
+    ],
+)
+def test_a_fit_config_of_the_wrong_shape_names_the_file_and_line(tmp_path, capsys, text, expected):
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    with pytest.raises(ConfigError, match=expected):
+        load_fit_config(["--config", str(config)])
+    code, _, err = run_cli(capsys, "fit", "--config", str(config))  # the same message, no traceback
+    assert code == 2 and re.search(expected, err), err
+
+
+def test_a_section_with_every_key_commented_out_means_its_defaults(tmp_path, capsys):
+    config = tmp_path / "c.yaml"
+    # jsonargparse failed with a TypeError on a null section, and read a file of null sections
+    # ("data:" alone) as a string
+    config.write_text("model:\n#  max_len: 20\ntrain:\n  lr: 0.01\nevaluation:\n")
+    resolved = load_fit_config(["--config", str(config)])
+    assert resolved["model"] == ModelConfig() and resolved["train"].lr == 0.01
+    config.write_text("data:\n  synthetic:\n")
+    assert load_fit_config(["--config", str(config)])["data"] == DataConfig()
+    config.write_text("data:\n")
+    code, out, _ = run_cli(capsys, "stats", "--config", str(config))
+    assert code == 0 and "1,000 users" in out
+    # other commands' configs are left as they are
+    assert empty_sections_as_mappings({"model": None, "k": 5}) == {"model": None, "k": 5}
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (b"# mod\xe8le\nmodel: {max_len: 8}\n", r"c.yaml:1: not valid UTF-8 text \(invalid continuation byte, byte 0xe8\); save the file as UTF-8"),
+        (b"train:\n  lr: 0.1\n# \xff\n", "c.yaml:3: not valid UTF-8"),
+        ("model: {}\n".encode("utf-16"), "c.yaml: is UTF-16 text; save it as UTF-8"),
+    ],
+)
+def test_a_config_in_another_encoding_names_the_file_and_line(tmp_path, capsys, raw, expected):
+    config = tmp_path / "c.yaml"
+    config.write_bytes(raw)
+    code, _, err = run_cli(capsys, "fit", "--config", str(config))
+    assert code == 2 and re.search(expected, err), err
+    code, _, err = run_cli(capsys, "stats", "--config", str(config))
+    assert code == 2 and re.search(expected, err), err
+    with pytest.raises(ConfigError, match=expected):  # a search space, a variants file: the same reader
+        load_search_space(config)
+    with pytest.raises(ConfigError, match=expected):
+        load_variants_file(config)
+
+
+def test_a_utf8_byte_order_mark_is_no_part_of_the_config(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_bytes(b"\xef\xbb\xbftrain: {lr: 0.01}\n")
+    assert load_fit_config(["--config", str(config)])["train"].lr == 0.01

@@ -24,7 +24,7 @@ from jsonargparse import CLI
 from awrsr.data import DataConfig
 from awrsr.data.config import Format
 from awrsr.errors import AwrsrError, ConfigError
-from awrsr.files import user_path
+from awrsr.files import read_text, user_path
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
 from awrsr.run_config import SuggestingParser, debugging
@@ -174,19 +174,28 @@ def recommend(
         raise AwrsrError(f"{', '.join(given)} only apply with --input (a log to score)")
     if not items:
         raise AwrsrError("--history is empty; give comma-separated item ids, e.g. 1193,661,914, or a log with --input")
-    recs = Recommender.load(artifact, device=device).recommend(
+    recommender = Recommender.load(artifact, device=device)
+    recs = recommender.recommend(
         items, k=k, exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error", exclude=excluded,
     )
+    unknown = [x for x in items if x not in recommender.vocab]  # left out with --ignore_unknown
+    if unknown:
+        shown = ", ".join(map(str, unknown[:10])) + (", ..." if len(unknown) > 10 else "")
+        Console(stderr=True).print(f"[yellow]left out {len(unknown)} id(s) the model does not know: {shown}[/yellow]")
     if json_output:
         print(json.dumps([{"item": r.item, "score": r.score} for r in recs]))
         return
-    table = Table(title=f"top {len(recs)} after {len(items)} item(s)")
+    table = Table(title=f"top {len(recs)} after {len(items) - len(unknown)} item(s)")
     table.add_column("rank", justify="right")
     table.add_column("item")
     table.add_column("score", justify="right")
     for rank, rec in enumerate(recs, 1):
         table.add_row(str(rank), str(rec.item), f"{rec.score:.4f}")
     Console().print(table)
+    if len(recs) < k:  # as for --input: say why the list is short
+        Console(stderr=True).print(
+            f"[yellow]only {len(recs)} of the model's items are neither in the history nor excluded[/yellow]"
+        )
 
 
 def _recommend_log(
@@ -318,7 +327,8 @@ def compare(
         base: the value of `key` for the base model.
         set: extra fixed options for every run, as key=value.
         variants_file: YAML mapping of named variants to their options (e.g. configs/compare/neighbours-beauty.yaml);
-            replaces variants and key; the base is the entry named `base`, else the first.
+            replaces variants and key; the base is the entry that --base names (an entry named none
+            by default), else the first.
         report_only: train nothing; tabulate the finished runs and name the missing ones.
         length_edges: upper bounds of the history-length buckets of by_length.md (the last bucket
             is everything longer).
@@ -375,15 +385,13 @@ def stats_reads_data_section(args: list[str]) -> list[str]:
             out.append(arg)
             continue
         try:
-            loaded = yaml.safe_load(user_path(path).read_text())
-        except (OSError, yaml.YAMLError, AwrsrError):
+            loaded = yaml.safe_load(read_text(user_path(path)))
+        except (OSError, yaml.YAMLError):
             loaded = None  # not a readable file: the parser names the problem
         others = set(loaded) - {"data"} if isinstance(loaded, dict) else set()
+        # (a file with another section was refused by check_config_files, naming it)
         if not others & _FIT_ONLY_SECTIONS:  # a stats config (data only), or not ours: the parser reads it
             out += ["--config", path]
-        elif others - _FIT_ONLY_SECTIONS:
-            unknown = ", ".join(sorted(map(str, others - _FIT_ONLY_SECTIONS)))
-            raise ConfigError(f"{path}: unknown section(s) {unknown}; a fit config has data, {', '.join(sorted(_FIT_ONLY_SECTIONS))}")
         else:  # a section given as a file name stays one; dates and the like as the YAML wrote them
             section = loaded.get("data") or {}
             out += ["--data", section if isinstance(section, str) else json.dumps(section, default=str)]
@@ -393,7 +401,7 @@ def stats_reads_data_section(args: list[str]) -> list[str]:
 def main(argv: Optional[list] = None) -> None:
     try:
         argv = sys.argv[1:] if argv is None else argv
-        check_config_files(argv)  # names the file; the loader, inline configs
+        check_config_files(argv, fit=argv[:1] in (['fit'], ['stats']))  # names the file; the loader, inline configs
         argv = stats_reads_data_section(list(argv))
         install_strict_yaml_loader()
         # allow_abbrev=False: argparse would take --train.max_epoch for --train.max_epochs, and a

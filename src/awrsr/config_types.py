@@ -11,6 +11,7 @@ converted.
 
 from __future__ import annotations
 
+import math
 import numbers
 import types
 import typing
@@ -30,7 +31,7 @@ def _describe(hint: Any) -> str:
         return " or ".join("null" if a is type(None) else _describe(a) for a in args)
     if origin is list:
         return f"a list of {_describe(args[0]).removeprefix('an ').removeprefix('a ')}s" if args else "a list"
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(hint, getattr(hint, "__name__", str(hint)))
+    return {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 class _Mismatch(Exception):
@@ -71,7 +72,9 @@ def _converted(value: Any, hint: Any) -> Any:
             return int(value)
         raise _Mismatch
     if hint is float:
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        # NaN and infinity pass every "x < 0" check and then fail deep inside torch, or as a
+        # "diverged" that blames the learning rate; no setting of awrsr means them.
+        if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
             return float(value) if isinstance(value, numbers.Integral) else value
         raise _Mismatch
     if hint is str:
@@ -91,6 +94,7 @@ def check_field_types(config: Any, section: str) -> None:
         try:
             converted = _converted(value, hint)
         except _Mismatch:
-            raise ConfigError(f"{section}.{field.name} must be {_describe(hint)}, got {value!r}") from None
+            shown = value.item() if isinstance(value, np.generic) else value  # -inf, not np.float64(-inf)
+            raise ConfigError(f"{section}.{field.name} must be {_describe(hint)}, got {shown!r}") from None
         if converted is not value:
             setattr(config, field.name, converted)

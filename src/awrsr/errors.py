@@ -18,6 +18,11 @@ class ConfigError(AwrsrError, ValueError):
     """A configuration value is unknown, impossible, or mixes incompatible parts."""
 
 
+class UnknownNameError(ConfigError):
+    """A name no registry knows (a model, attention, refinement or loss): wrong whatever the
+    other options are, unlike a combination of parts that do not fit."""
+
+
 class ArtifactError(AwrsrError):
     """A saved model directory is incomplete or does not fit the model it claims to hold."""
 

@@ -3,13 +3,15 @@ and reading the paths users give (`~` expanded once)."""
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from awrsr.errors import ConfigError
+from awrsr.errors import AwrsrError, ConfigError
 
 
 def user_path(path: str | Path) -> Path:
@@ -22,10 +24,35 @@ def user_path(path: str | Path) -> Path:
         raise ConfigError(f"{path}: cannot expand '~' ({err})") from None
 
 
+def read_text(path: str | Path, error: type[AwrsrError] = ConfigError) -> str:
+    """The UTF-8 text of ``path`` without a leading byte-order mark. Text in another encoding is an
+    ``error`` naming the file and the line of the first byte that is not UTF-8 (a config saved as
+    Latin-1 or UTF-16 by an editor would otherwise fail with a traceback that names neither)."""
+    path = Path(path)
+    raw = path.read_bytes()
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise error(f"{path}: is UTF-16 text; save it as UTF-8")
+    raw = raw.removeprefix(codecs.BOM_UTF8)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        # CRLF, CR and LF each end one line
+        line = sum(1 for _ in _LINE_BREAK.finditer(raw, 0, err.start)) + 1
+        raise error(
+            f"{path}:{line}: not valid UTF-8 text ({err.reason}, byte 0x{raw[err.start]:02x}); save the file as UTF-8"
+        ) from None
+
+
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+
+
 def output_directory(path: str | Path, option: str = "output_dir", needs: str = "a directory") -> Path:
     """``path`` as a directory to write into (``user_path``); a ConfigError naming ``option`` if
     it, or the nearest existing path above it, is a file (mkdir would fail later with "Not a
-    directory" or "File exists", naming neither)."""
+    directory" or "File exists", naming neither). An empty path (null in YAML, "" on the command
+    line) is refused too: it would write into the current directory."""
+    if path is None or not str(path).strip():
+        raise ConfigError(f"{option} is empty; name the directory to write into (the current one is '.')")
     path = user_path(path)
     for existing in (path, *path.parents):
         if existing.exists():

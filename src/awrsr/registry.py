@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Generic, TypeVar
 
-from awrsr.errors import ConfigError
+from awrsr.errors import UnknownNameError
 
 T = TypeVar("T")
 
@@ -36,7 +36,7 @@ class Registry(Generic[T]):
         try:
             return self._entries[name]
         except KeyError:
-            raise ConfigError(
+            raise UnknownNameError(
                 f"unknown {self.kind} {name!r}; known: {', '.join(sorted(self._entries))}"
             ) from None
 

@@ -65,6 +65,32 @@ def name_missing_arguments(message: str, parser: ArgumentParser) -> tuple[str, A
     return f"missing {' and '.join(shown)}: the command is awrsr {command} {' '.join(positionals)} [options]", sub
 
 
+_PARSER_KEY = re.compile(r'Parser key "([^"]+)":')
+_GIVEN = re.compile(r"(?:Given|Got) value: (.*)")
+_EXPECTED = re.compile(r"Subtypes: \[(.*)\]|Expected an? (typing\.Literal\[.*\]|<class '\w+'>|[\w.\[\], ]+?)\. Got value")
+_TYPE_WORDS = {"list": "a list", "int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
+               "NoneType": "null", "dict": "a mapping"}
+
+
+def one_line_type_error(message: str) -> str:
+    """jsonargparse's several-line account of a value of the wrong type ("Parser key ...:
+    Does not validate against any of the Union subtypes / Subtypes: [...] / Given value: ...") as
+    one line naming the option, the kinds it takes and the value given; any other message with
+    its lines joined."""
+    key, given = _PARSER_KEY.search(message), _GIVEN.findall(message)
+    expected = _EXPECTED.search(message)
+    if not (key and given and expected):
+        return " ".join(line.strip() for line in message.splitlines() if line.strip())
+    found = expected.group(1) or expected.group(2)
+    if found.startswith("typing.Literal["):
+        words = [f"one of {found.removeprefix('typing.Literal[').removesuffix(']')}"]
+    else:
+        names = re.findall(r"<class '(\w+)'>|\b(?:typing\.)?(List|list)\[", found)
+        words = list(dict.fromkeys(_TYPE_WORDS.get(a or b.lower(), a or b) for a, b in names)) or [found]
+    hint = " (a list is written [a,b])" if "a list" in words else ""
+    return f"--{key.group(1)} expects {' or '.join(words)}{hint}, got {given[-1].strip()!r}"
+
+
 def debugging() -> bool:
     """Whether errors should show their traceback (``AWRSR_DEBUG=1``, or jsonargparse's own
     ``JSONARGPARSE_DEBUG``) rather than awrsr's one line."""
@@ -82,7 +108,7 @@ class SuggestingParser(ArgumentParser):
             return super().error(message, ex)
         # One line, like every other awrsr error: jsonargparse would print the whole usage
         # (dozens of lines for fit) above it, which buries the message.
-        message, parser = name_missing_arguments(message, parser)
+        message, parser = name_missing_arguments(one_line_type_error(message), parser)
         prog = " ".join(["awrsr", *parser.prog.replace(" [options]", "").split()[1:]])  # not "__main__.py"
         sys.stderr.write(f"awrsr: error: {message}\n(for the accepted options: {prog} --help)\n")
         sys.exit(2)
@@ -106,7 +132,7 @@ def check_fit_args(args: Sequence[str], where: str) -> None:
 def _parse_fit_args(args: Sequence[str], where: str | None = None) -> tuple[ArgumentParser, Any]:
     from awrsr.cli import fit
 
-    check_config_files(args)
+    check_config_files(args, fit=True)
     install_strict_yaml_loader()
     parser = SuggestingParser(exit_on_error=False, allow_abbrev=False)  # a misspelt key is an error, not a prefix
     parser.add_argument("--config", action="config")
@@ -114,7 +140,7 @@ def _parse_fit_args(args: Sequence[str], where: str | None = None) -> tuple[Argu
     try:
         return parser, parser.parse_args(list(args))
     except ArgumentError as err:
-        raise ConfigError(f"{where or ' '.join(args)}: {err}") from None
+        raise ConfigError(f"{where or ' '.join(args)}: {one_line_type_error(str(err))}") from None
 
 
 def changed_fields(

@@ -4,16 +4,19 @@ YAML parsers keep the last of two equal keys silently, so a second ``lr:`` furth
 would override the one a reader sees. Config files, search spaces and variants files are checked
 here before they are read, with the file and both lines named; jsonargparse's YAML loader is
 wrapped too, so that inline configs (``--config 'train: {...}'``, ``--train FILE``) are checked.
+A fit config's shape (a mapping of known sections, each a mapping) is checked here too, so that a
+mistake there names the file and line rather than failing inside jsonargparse.
 """
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Callable, Sequence
 
 import yaml
 
 from awrsr.errors import ConfigError
-from awrsr.files import user_path
+from awrsr.files import read_text, user_path
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"  # `<<: *defaults` may repeat: YAML merges each of them
 
@@ -75,21 +78,94 @@ def check_unique_keys(text: str, source: str) -> None:
         raise ConfigError(f"{source}, {problem}; YAML would silently keep the last")
 
 
-def check_config_files(args: Sequence[str]) -> None:
-    """``check_unique_keys`` for each ``--config FILE`` (or ``--config=FILE``) among ``args`` that
-    is a regular file. Anything else (a pipe such as ``<(...)``, which can be read only once, or
-    inline YAML) is left to the wrapped loader, whose message names the line but not the file."""
+def config_files(args: Sequence[str]) -> list[tuple[str, str]]:
+    """``(path as given, text)`` of each ``--config FILE`` (or ``--config=FILE``) among ``args``
+    that is a regular file; text that is not UTF-8 is a ConfigError naming the file. Anything else
+    (a pipe such as ``<(...)``, which can be read only once, or inline YAML) is left to the
+    wrapped loader, whose message names the line but not the file."""
+    found = []
     for i, arg in enumerate(args):
         path = args[i + 1] if arg == "--config" and i + 1 < len(args) else arg[9:] if arg.startswith("--config=") else None
         if path is None:
             continue
         try:
             file = user_path(path)
-            text = file.read_text() if file.is_file() else None
-        except (OSError, UnicodeDecodeError, ConfigError):
+            if file.is_file():
+                found.append((path, read_text(file)))
+        except OSError:
             continue  # the parser names what it cannot read
-        if text is not None:
-            check_unique_keys(text, str(path))
+    return found
+
+
+def check_config_files(args: Sequence[str], fit: bool = False) -> None:
+    """``check_unique_keys`` for each config file among ``args`` (see ``config_files``), and
+    with ``fit`` (the config of ``awrsr fit``, or of a run that tune or compare trains),
+    ``check_fit_config_shape``."""
+    for path, text in config_files(args):
+        check_unique_keys(text, str(path))
+        if fit:
+            check_fit_config_shape(text, str(path))
+
+
+# The sections of a fit config that hold a dataclass's settings, and its other keys. A section
+# whose keys are all commented out loads as null; it means the section's defaults, as an empty
+# mapping does (jsonargparse would fail on it with a TypeError naming neither file nor section).
+FIT_SECTIONS = ("data", "model", "train", "evaluation")
+FIT_KEYS = (*FIT_SECTIONS, "output_dir", "resume", "overwrite")
+
+
+def empty_sections_as_mappings(loaded: Any) -> Any:
+    """``loaded`` (a parsed config) with its null fit sections, and a null ``data.synthetic``, as
+    empty mappings, when it is a fit config (only fit keys); anything else unchanged."""
+    if not isinstance(loaded, dict) or not loaded or not set(loaded) <= set(FIT_KEYS):
+        return loaded
+    data = loaded.get("data")
+    null_synthetic = isinstance(data, dict) and "synthetic" in data and data["synthetic"] is None
+    if not null_synthetic and not any(loaded.get(key, {}) is None for key in FIT_SECTIONS):
+        return loaded  # the same object: nothing to fill
+    filled = {key: {} if key in FIT_SECTIONS and value is None else value for key, value in loaded.items()}
+    if null_synthetic:
+        filled["data"] = {**data, "synthetic": {}}
+    return filled
+
+
+def check_fit_config_shape(text: str, source: str) -> None:
+    """A ConfigError naming ``source`` (and the line) unless ``text`` is a mapping of fit keys
+    whose sections are mappings (or null, or a file name, which jsonargparse reads as the section)."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)  # valid YAML: check_unique_keys ran first
+    known = ", ".join(FIT_KEYS)
+    if root is None:
+        raise ConfigError(f"{source}: the config is empty; a fit config maps some of {known} to their settings")
+    if not isinstance(root, yaml.MappingNode):
+        raise ConfigError(f"{source}: expected a mapping of sections ({known}), got {_kind(root)}")
+    for key, value in root.value:
+        line, name = key.start_mark.line + 1, key.value
+        if name not in FIT_KEYS:
+            close = difflib.get_close_matches(str(name), FIT_KEYS, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ConfigError(f"{source}, line {line}: unknown section {name!r}; {hint}a fit config has {known}")
+        if name in FIT_SECTIONS and not _null(value) and not (isinstance(value, yaml.ScalarNode) and value.tag.endswith(":str")):
+            if not isinstance(value, yaml.MappingNode):
+                raise ConfigError(
+                    f"{source}, line {line}: {name} must be a mapping of its settings (e.g. {name}: {{key: value}}), "
+                    f"got {_kind(value)}"
+                )
+            for sub_key, sub_value in value.value:
+                if sub_key.value == "synthetic" and not _null(sub_value) and not isinstance(sub_value, yaml.MappingNode):
+                    raise ConfigError(
+                        f"{source}, line {sub_key.start_mark.line + 1}: data.synthetic must be a mapping of its "
+                        f"settings, got {_kind(sub_value)}"
+                    )
+
+
+def _null(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")
+
+
+def _kind(node: yaml.Node) -> str:
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    return "a mapping" if isinstance(node, yaml.MappingNode) else repr(node.value)
 
 
 def install_strict_yaml_loader() -> None:
@@ -105,10 +181,23 @@ def install_strict_yaml_loader() -> None:
         problem = repeated_key(text) if isinstance(text, str) else None
         if problem:
             raise RepeatedKeyError(f"{problem}; YAML would silently keep the last")
+        if isinstance(text, str) and ":" in text:
+            # A fit config with null sections, read here: jsonargparse's loader would keep one
+            # whose sections are all null ("data:") as the string itself.
+            try:
+                raw = yaml.safe_load(text)
+            except yaml.YAMLError:
+                raw = None
+            filled = empty_sections_as_mappings(raw)
+            if filled is not raw:
+                return filled
         return load(text)
 
     strict_load.awrsr_strict = True
     set_loader("yaml", strict_load, (yaml.YAMLError,))
 
 
-__all__ = ["RepeatedKeyError", "check_config_files", "check_unique_keys", "install_strict_yaml_loader", "repeated_key"]
+__all__ = [
+    "FIT_KEYS", "FIT_SECTIONS", "RepeatedKeyError", "check_config_files", "check_fit_config_shape", "check_unique_keys",
+    "config_files", "empty_sections_as_mappings", "install_strict_yaml_loader", "repeated_key",
+]

@@ -32,7 +32,7 @@ from awrsr.data import (
 )
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
-from awrsr.files import output_directory, user_path
+from awrsr.files import output_directory, read_text, user_path
 from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
     save_artifact, write_metrics,
@@ -406,7 +406,7 @@ def check_resumable(run_dir: Path, parts: dict[str, Any]) -> dict[str, Any]:
     if not stored_path.is_file():
         raise ArtifactError(f"{run_dir}: no {CHECKPOINT_DIR}/{RUN_RECORD}; not a run that can be resumed")
     try:
-        stored = yaml.safe_load(stored_path.read_text()) or {}
+        stored = yaml.safe_load(read_text(stored_path, ArtifactError)) or {}
     except yaml.YAMLError as err:
         raise ArtifactError(f"{stored_path}: not valid YAML ({err})") from None
     changed = config_differences(stored, parts, ignore=RESUMABLE_CHANGES)

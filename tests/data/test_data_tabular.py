@@ -427,3 +427,42 @@ def test_lone_carriage_returns_are_named_not_read_as_one_line(tmp_path):
         read_interactions(path, DataConfig())
     path.write_bytes(b"user_id,item_id\r\n1,10\r\n1,11\r\n")  # CRLF is fine
     assert read_interactions(path, DataConfig())["item"].to_list() == [10, 11]
+
+
+# --- values at the edges of the number types ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    # polars reads these as Int128; casting them to Int64 failed inside polars
+    ("99999999999999999999", r"times\.csv:3: column 'ts' \(data.time_col\) holds 99999999999999999999, outside the 64-bit"),
+    ("inf", r"times\.csv:3: column 'ts' \(data.time_col\) holds inf; timestamps must be finite"),
+    ("-1e400", r"times\.csv:3: .*holds -inf; timestamps must be finite"),
+    ("NaN", r"times\.csv:3: column 'ts' \(data.time_col\) holds NaN, a missing value"),
+])
+def test_a_timestamp_no_order_can_use_names_its_line(tmp_path, value, expected):
+    path = tmp_path / "times.csv"
+    path.write_text(f"user_id,item_id,ts\n1,2,4\n1,3,{value}\n1,5,6\n")
+    with pytest.raises(DataError, match=expected):
+        read_interactions(path, DataConfig(time_col="ts"))
+
+
+def test_integer_ids_beyond_int64_stay_exact_as_text(tmp_path):
+    path = tmp_path / "big.parquet"
+    big = 2**64 + 5
+    pl.DataFrame({"user_id": [1, 1, 1], "item_id": pl.Series([big, 3, big], dtype=pl.Int128)}).write_parquet(path)
+    frame = read_interactions(path, DataConfig())
+    assert frame["item"].to_list() == [str(big), "3", str(big)]
+
+
+def test_a_header_naming_a_column_twice_is_refused(tmp_path):
+    # polars keeps the first and renames the second item_id_duplicated_0: a silent choice
+    path = tmp_path / "dup.csv"
+    path.write_text("user_id,item_id,item_id\n1,2,30\n1,3,40\n")
+    with pytest.raises(DataError, match=r"dup\.csv: the header names the column 'item_id' \(data.item_col\) more than once"):
+        read_interactions(path, DataConfig())
+
+
+@pytest.mark.parametrize("separator", ['"', "\n", "\r"])
+def test_quotes_and_line_ends_cannot_separate_fields(separator):
+    with pytest.raises(ConfigError, match="data.separator cannot be"):
+        DataConfig(separator=separator)

@@ -444,6 +444,14 @@ def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_
     shutil.copy(tmp_path / "full" / "add" / "seed-2" / "metrics.csv", partial / "add" / "seed-2")
     run_compare(base_config, ["add"], [1, 2], partial, extra=parse_sets(TINY), console=QUIET, report_only=True)
     assert "add seed 2 (interrupted, with no checkpoint here; it starts again)" in (partial / "table.md").read_text()
+    # a report asking for more than a complete table holds prints its partial table, and leaves
+    # the complete one (and its CSVs) as they were
+    written = {name: (tmp_path / "full" / name).read_bytes() for name in ("table.md", "table.csv", "runs.csv")}
+    out = io.StringIO()
+    run_compare(base_config, ["add"], [1, 2, 3], tmp_path / "full", extra=parse_sets(TINY),
+                console=Console(file=out, width=200), report_only=True)
+    assert "Partial table: 2 run(s) not finished" in out.getvalue() and "printed, not written" in out.getvalue()
+    assert written == {name: (tmp_path / "full" / name).read_bytes() for name in written}
 
 
 def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, tmp_path):
@@ -611,6 +619,40 @@ def test_a_run_directory_that_never_finished_is_trained_again(base_config, tmp_p
     (run_dir / "metrics.json").write_text("")
     again = run_or_reuse(base_config, parse_sets(TINY), run_dir, QUIET)
     assert again["test"] == first["test"]  # the same seed trains the same run
+
+
+def test_a_finished_run_with_a_damaged_config_is_a_clear_error(base_config, tmp_path):
+    from awrsr.experiments.runs import run_or_reuse
+
+    run_dir = tmp_path / "run"
+    run_or_reuse(base_config, parse_sets(TINY), run_dir, QUIET)
+    (run_dir / "config.yaml").write_text("model: {max_len: [\n")
+    with pytest.raises(ArtifactError, match=r"run/config.yaml, line 2, column 1: not valid YAML: .*; delete that run to train it again"):
+        run_or_reuse(base_config, parse_sets(TINY), run_dir, QUIET)
+    (run_dir / "config.yaml").write_bytes(b"model: {}\n# \xe9\n")
+    with pytest.raises(ArtifactError, match=r"run/config.yaml:2: not valid UTF-8"):
+        run_or_reuse(base_config, parse_sets(TINY), run_dir, QUIET)
+
+
+def test_compare_needs_a_variant_besides_the_base():
+    from awrsr.experiments.compare import variant_options
+
+    # [none] was dropped as the base itself, and the "comparison" ran the base alone
+    with pytest.raises(ConfigError, match=r"variants: none besides the base \(model.refine: none\)"):
+        variant_options(["none"], "model.refine", "none")
+    assert list(variant_options(["none", "simp", "simp"], "model.refine", "none")[1]) == ["none", "simp"]
+
+
+@pytest.mark.parametrize("space, expected", [
+    ({"model.refine": ["none", "smp"]}, r"search space model.refine: 'smp': model.refine: unknown refinement 'smp'"),
+    ({"train.loss": ["ce", "bcee"]}, r"search space train.loss: 'bcee': train.loss: unknown loss 'bcee'"),
+    ({"train.lr": [0.01, "abc"]}, r"search space train.lr: 'abc': --train.lr expects a number, got 'abc'$"),
+])
+def test_tune_refuses_a_value_wrong_on_its_own_before_training(base_config, tmp_path, space, expected):
+    # its trials were skipped one by one, and the search ran without it, exiting 0
+    with pytest.raises(ConfigError, match=expected):
+        run_tune(base_config, space, tmp_path / "t", extra=parse_sets(TINY), console=QUIET)
+    assert not any((tmp_path / "t").glob("trial-*"))  # nothing trained
 
 
 def test_tune_skips_a_trial_that_diverges(base_config, tmp_path, monkeypatch):

@@ -292,3 +292,29 @@ def test_a_model_with_non_finite_scores_is_a_one_line_error(trained_run, log_fil
     for argv in (["--input", str(log_file)], ["--history", "1,2"]):
         code, _, stderr = run_cli(capsys, "recommend", str(broken), *argv)
         assert code == 2 and "non-finite scores" in stderr
+
+
+def test_cli_refuses_to_write_over_a_runs_own_records(trained_run, log_file, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run)
+    before = (run / "history.csv").read_bytes()
+    code, _, stderr = run_cli(capsys, "recommend", str(run), "--input", str(log_file), "--output", str(run / "history.csv"))
+    assert code == 2 and "is one of the records awrsr keeps in" in stderr
+    assert (run / "history.csv").read_bytes() == before  # the learning curves survive
+    # a tune's or a comparison's tables too; a new file beside them is fine
+    (tmp_path / "runs.csv").write_text("variant,seed\n")
+    with pytest.raises(ConfigError, match="records awrsr keeps"):
+        write_recommendations(pl.DataFrame({"user": [1]}), tmp_path / "runs.csv")
+    write_recommendations(pl.DataFrame({"user": [1]}), run / "recs.csv")
+    write_recommendations(pl.DataFrame({"user": [2]}), run / "recs.csv")  # and writing it again
+    assert pl.read_csv(run / "recs.csv")["user"].to_list() == [2]
+
+
+def test_arguments_of_the_wrong_kind_are_clear_errors(recommender, log_file):
+    data = DataConfig(path=str(log_file), time_col="ts")
+    with pytest.raises(ConfigError, match="k must be an integer >= 1, got 0"):  # before the log is read
+        recommend_log(recommender, "/no/such/log.csv", data, k=0)
+    with pytest.raises(ConfigError, match="exclude_seen must be true or false, got 'no'"):
+        recommend_log(recommender, log_file, data, exclude_seen="no")
+    with pytest.raises(TypeError, match="data must be a DataConfig"):
+        recommend_log(recommender, log_file, None)

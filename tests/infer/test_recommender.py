@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from awrsr.data import Vocabulary
-from awrsr.errors import UnknownItemError
+from awrsr.errors import ConfigError, UnknownItemError
 from awrsr.infer import Recommender
 from awrsr.models import ModelConfig, build_model
 
@@ -53,3 +53,17 @@ def test_attention_maps_are_the_models_weights_over_the_real_positions(options):
     np.testing.assert_allclose(shorter.refined.sum(-1), 1.0, atol=1e-5)  # nothing of the rows was in the padding
     with pytest.raises(UnknownItemError, match="'x'"):
         rec.attention(["i3", "x"])
+
+
+def test_exclusions_and_flags_of_the_wrong_kind_are_clear_errors(trained_run):
+    rec = Recommender.load(trained_run.run_dir)
+    assert rec.recommend([1, 2], k=3, exclude=None) == rec.recommend([1, 2], k=3)  # None: nothing excluded
+    kept = rec.recommend([1, 2], k=3)
+    # a generator is read once, yet excludes from the scores all the same
+    assert kept[0].item not in [r.item for r in rec.recommend([1, 2], k=3, exclude=(x for x in [kept[0].item]))]
+    with pytest.raises(ConfigError, match="exclude takes a list of item ids, got int 5"):
+        rec.recommend([1, 2], exclude=5)
+    with pytest.raises(ConfigError, match="exclude_seen must be true or false, got 'no'"):  # "no" is truthy
+        rec.recommend([1, 2], exclude_seen="no")
+    with pytest.raises(ConfigError, match="histories is a list of histories.*got NoneType"):
+        rec.recommend_many(None)

@@ -59,6 +59,15 @@ def test_bad_requests_are_422_with_the_reason(client, body, expected):
     assert expected in str(answer.json()["detail"])
 
 
+@pytest.mark.parametrize("body", [b'{"history": [NaN]}', b'{"history": [1], "k": Infinity}', b'{"history": [1e400]}',
+                                  b'{"history": [1], "exclude": [-Infinity]}'])
+def test_non_finite_json_numbers_are_422_not_500(client, body):
+    # Python's JSON parser reads them; echoing them back in the 422 answer failed as a 500
+    answer = client.post("/recommend", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422
+    assert {"inf", "-inf", "nan"} & {str(error.get("input")) for error in answer.json()["detail"]}
+
+
 def test_excluded_items_are_left_out(client):
     full = client.post("/recommend", json={"history": [1, 2, 3], "k": 6}).json()["items"]
     blocked = [full[0]["item"], full[1]["item"]]

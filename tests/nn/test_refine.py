@@ -111,6 +111,11 @@ def test_only_the_chosen_blocks_are_refined():
     assert kinds == ["NoRefinement", "SimpleRefinement", "NoRefinement"]
     with pytest.raises(ConfigError, match="refine_blocks"):
         ModelConfig(num_blocks=2, refine="simp", refine_blocks=[2])
+    # an empty list built plain SASRec under the refinement's name
+    with pytest.raises(ConfigError, match="model.refine_blocks is empty; list the blocks to refine, or null"):
+        ModelConfig(num_blocks=2, refine="simp", refine_blocks=[])
+    with pytest.raises(ConfigError, match=r"model.refine_blocks \[1, 1\] names a block twice"):
+        ModelConfig(num_blocks=2, refine="simp", refine_blocks=[1, 1])
 
 
 def first_backbone(refine: str) -> tuple[str, str]:

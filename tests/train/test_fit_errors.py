@@ -2,6 +2,7 @@
 what goes wrong in training (divergence, Ctrl-C, a foreign checkpoint, a missing device) is said
 in one clear line."""
 
+import re
 import shutil
 import stat
 
@@ -81,6 +82,14 @@ def test_output_dir_that_is_a_file_is_a_clear_error(tmp_path):
     taken.write_text("x")
     with pytest.raises(ConfigError, match="output_dir .*events.csv is a file; a run needs a directory"):
         fit(**tiny_run_config(taken, max_epochs=1), console=QUIET)
+
+
+@pytest.mark.parametrize("output_dir", [None, "", " "])
+def test_an_empty_output_dir_is_refused_not_the_current_directory(tmp_path, monkeypatch, output_dir):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="output_dir is empty; name the directory to write into"):
+        fit(**tiny_run_config(output_dir, max_epochs=1), console=QUIET)
+    assert list(tmp_path.iterdir()) == []  # nothing written where the command ran
 
 
 def test_a_tilde_output_dir_keeps_the_whole_run_in_one_place(tmp_path, monkeypatch):
@@ -245,3 +254,14 @@ def test_fit_from_python_refuses_swapped_parts_a_forgotten_source_and_two_source
     with pytest.raises(ConfigError, match=r"^fit: give data.path \(events.csv\) or a frame, not both$"):
         fit(**{**cfg, "data": DataConfig(path="events.csv")}, frame=frame, console=QUIET)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_log_file_gets_one_line_per_epoch_not_a_progress_bar(tmp_path, capfd):
+    # stdout here is a pipe, as in `awrsr fit ... > fit.log`: a bar would fill it with carriage returns
+    fit(**tiny_run_config(tmp_path / "run", max_epochs=2, progress_bar=True), console=QUIET)
+    err = capfd.readouterr().out
+    assert "\r" not in err
+    lines = [line for line in err.splitlines() if line.startswith("epoch ")]
+    assert len(lines) == 2 and re.fullmatch(
+        r"epoch 1/2: valid ndcg@10 \d\.\d{4}, best \d\.\d{4}, 0 of patience 3 without a gain, \d+\.\d s", lines[0]
+    ), lines

@@ -186,9 +186,11 @@ def test_a_run_killed_after_its_last_epoch_resumes_into_its_evaluation(tmp_path)
     assert again.metrics["test"] == first.metrics["test"]
 
 
-def test_the_progress_bar_counts_epochs_from_one_and_goes_on_after_a_resume(tmp_path, capsys):
+def test_the_progress_bar_counts_epochs_from_one_and_goes_on_after_a_resume(tmp_path, capsys, monkeypatch):
     import re
+    import sys
 
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # the bar is for a terminal
     run_dir = tmp_path / "run"
     fit(**tiny_run_config(run_dir, max_epochs=2, patience=50, progress_bar=True), console=QUIET)
     first = set(re.findall(r"Epoch \d+(?:/\d+)?", capsys.readouterr().out))

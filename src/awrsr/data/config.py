@@ -126,6 +126,8 @@ class DataConfig:
         # polars reads with a one-byte separator; a longer one would fail later with a vaguer message.
         if self.separator is not None and (not isinstance(self.separator, str) or len(self.separator.encode()) != 1):
             raise ConfigError(f"data.separator must be a single one-byte character, got {self.separator!r}")
+        if self.separator in ('"', "\n", "\r"):  # they quote values and end lines
+            raise ConfigError(f"data.separator cannot be {self.separator!r}, which CSV reserves for quotes and line ends")
         if isinstance(self.synthetic, dict):  # built by hand from a parsed YAML/JSON mapping
             try:
                 self.synthetic = SyntheticConfig(**self.synthetic)

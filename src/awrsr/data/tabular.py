@@ -329,6 +329,9 @@ def _check_columns(existing: list[str], config: DataConfig, source: str) -> None
             raise DataError(
                 f"{source}: no column {name!r} ({field}); the columns are: {', '.join(map(repr, existing))}"
             )
+        # polars renames a header's repeated name to name_duplicated_0: which column is meant?
+        if name is not None and f"{name}_duplicated_0" in existing:
+            raise DataError(f"{source}: the header names the column {name!r} ({field}) more than once; rename the others")
 
 
 def _check_header(existing: list[str], config: DataConfig, lines: TextLines) -> None:
@@ -385,18 +388,27 @@ def _first_null(series: pl.Series) -> int | None:
     return int(nulls.arg_max()) if nulls.any() else None
 
 
+def _missing(series: pl.Series, bad: int) -> str:
+    """How the missing value at row ``bad`` reads in a message: empty, or a float NaN."""
+    return "is empty" if series[bad] is None else "holds NaN, a missing value"
+
+
+def _fits_int64(series: pl.Series) -> bool:
+    """Whether an integer column (UInt64 and Int128 too) fits Int64."""
+    return series.min() >= -(2**63) and series.max() < 2**63
+
+
 def _ids(series: pl.Series, field: str, source: str, lines: TextLines | None) -> pl.Series:
-    """Normalise an id column: integers -> Int64, text-like -> String; nulls are errors."""
+    """Normalise an id column: integers -> Int64 (as text where they do not fit), text-like ->
+    String; nulls are errors."""
     bad = _first_null(series)
     if bad is not None:
-        raise DataError(f"{_where(source, bad, lines)}: column {series.name!r} ({field}) is empty")
+        raise DataError(f"{_where(source, bad, lines)}: column {series.name!r} ({field}) {_missing(series, bad)}")
     dtype = series.dtype
     if dtype.is_nested() or dtype == pl.Boolean:
         raise DataError(f"{source}: column {series.name!r} ({field}) has type {dtype}; ids must be integers or strings")
-    if dtype.is_integer():
-        if dtype == pl.UInt64 and series.max() >= 2**63:
-            return series.cast(pl.String)
-        return series.cast(pl.Int64)
+    if dtype.is_integer():  # an id is a label: one beyond Int64 stays exact as text
+        return series.cast(pl.Int64) if _fits_int64(series) else series.cast(pl.String)
     if dtype.is_float():
         return _float_ids(series, field, source, lines)
     return series.cast(pl.String)
@@ -421,15 +433,29 @@ def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series
     """Normalise a time column to Int64 (integers, dates, datetimes) or Float64; nulls are errors."""
     bad = _first_null(series)
     if bad is not None:
-        raise DataError(f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) is empty")
+        raise DataError(f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) {_missing(series, bad)}")
     dtype = series.dtype
     if dtype == pl.String:  # " 1600000000" as a CSV writes it after ", ": the spaces are no part of the time
         series = _time_strings(series.str.strip_chars(), source, lines)
         dtype = series.dtype
+    if dtype.is_integer() and not _fits_int64(series):
+        outside = (series < -(2**63)) | (series >= 2**63)
+        bad = int(outside.arg_max())
+        raise DataError(
+            f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) holds {series[bad]}, "
+            "outside the 64-bit integer range of timestamps"
+        )
     if dtype.is_integer() or dtype.is_temporal():
         # Dates and datetimes sort by their physical integer (days / time units since the epoch).
         return series.to_physical().cast(pl.Int64)
     if dtype.is_float():
+        infinite = ~series.is_finite()
+        if infinite.any():  # an order needs finite times (NaN was refused above as missing)
+            bad = int(infinite.arg_max())
+            raise DataError(
+                f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) holds {series[bad]!r}; "
+                "timestamps must be finite numbers or dates"
+            )
         return series.cast(pl.Float64)
     raise DataError(f"{source}: column {series.name!r} (data.time_col) has type {dtype}; expected numbers or dates")
 

@@ -6,7 +6,6 @@ the first bad one. Both formats require integer ids, so errors name the file and
 
 from __future__ import annotations
 
-import codecs
 import re
 from pathlib import Path
 from typing import NoReturn
@@ -15,27 +14,7 @@ import polars as pl
 
 from awrsr.data.schema import finish, shorten
 from awrsr.errors import DataError
-
-
-def read_text(path: Path) -> str:
-    """The file's text without a leading UTF-8 byte-order mark; invalid UTF-8 is reported with the
-    line it occurs on."""
-    # Drop the mark by hand rather than decode as "utf-8-sig": that codec's error offsets would
-    # not count the mark's 3 bytes.
-    raw = path.read_bytes().removeprefix(codecs.BOM_UTF8)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = _line_number(raw, err.start)
-        raise DataError(f"{path}:{line}: not valid UTF-8 text ({err.reason})") from None
-
-
-_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
-
-
-def _line_number(raw: bytes, offset: int) -> int:
-    """The 1-based line of byte ``offset``, counting CRLF, CR and LF as one line break each."""
-    return sum(1 for _ in _LINE_BREAK.finditer(raw, 0, offset)) + 1
+from awrsr.files import read_text
 
 
 def _lines(text: str) -> pl.DataFrame:
@@ -76,7 +55,7 @@ def read_whitespace(path: Path, refuse_tables: bool = True) -> pl.DataFrame:
     A table (``user item rating timestamp`` per line, as MovieLens' ``u.data``) is an error unless
     ``refuse_tables`` is off (the user named the format: a history cut into lines of one width).
     """
-    lines = _lines(read_text(path))
+    lines = _lines(read_text(path, DataError))
     if refuse_tables:
         _check_not_a_table(path, lines)
     events = (
@@ -153,7 +132,7 @@ def read_movielens(path: Path) -> pl.DataFrame:
 
     Every rating counts as one implicit interaction; the rating value itself is not used.
     """
-    lines = _lines(read_text(path)).with_columns(fields=pl.col("line").str.strip_chars().str.split("::"))
+    lines = _lines(read_text(path, DataError)).with_columns(fields=pl.col("line").str.strip_chars().str.split("::"))
     fields = lines.with_columns(
         n=pl.col("fields").list.len(),
         user=pl.col("fields").list.get(0, null_on_oob=True).str.strip_chars().cast(pl.Int64, strict=False),

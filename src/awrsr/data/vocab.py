@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from awrsr.errors import DataError, UnknownItemError
+from awrsr.files import read_text
 
 
 def _id_type(ids: list) -> str:
@@ -104,10 +105,10 @@ class Vocabulary:
     def load(cls, path: str | Path) -> Vocabulary:
         """Read a vocabulary written by ``save``; missing or garbled files raise ``DataError``."""
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(read_text(path, DataError))
         except FileNotFoundError:
             raise DataError(f"vocabulary file not found: {path}") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        except (OSError, json.JSONDecodeError) as err:
             raise DataError(f"{path}: not a readable vocabulary JSON file ({err})") from None
         try:
             return cls.from_dict(data)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from awrsr.experiments.runs import (
     DataFingerprints, check_finished_runs, data_config_key, finished_run, option_args, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
-from awrsr.files import csv_text, output_directory, user_path, write_text_atomic
+from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.strict_yaml import check_unique_keys
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
@@ -61,8 +62,13 @@ def variant_options(
         base = base if base in named else next(iter(named))
         return base, {base: named[base], **named}
     values = {value_name(base): base}
-    for value in variants:
+    for value in variants:  # the base among them, or a value given twice, is trained once
         values.setdefault(value_name(value), value)
+    if len(values) == 1:
+        raise ConfigError(
+            f"variants: none besides the base ({key}: {value_name(base)}), which is always trained; "
+            f"name the values of {key} to compare with it, e.g. --variants [simp,value,add]"
+        )
     check_variant_names(list(values))
     return value_name(base), {name: {key: value} for name, value in values.items()}
 
@@ -106,7 +112,7 @@ def check_seeds(seeds: Sequence[int], options: Mapping[str, Mapping[str, Any]]) 
 def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """A YAML mapping of variant names to option sets (see configs/compare/)."""
     try:
-        text = user_path(path).read_text()
+        text = read_text(user_path(path))
     except OSError as err:
         raise ConfigError(f"{path}: cannot read the variants file ({err.strerror or err})") from None
     check_unique_keys(text, str(path))  # names the file and line of a YAML error, or of a repeated key
@@ -225,6 +231,25 @@ def run_compare(
         raise ConfigError(f"{output_dir}: no finished run of this comparison yet (missing: {', '.join(missing)})")
     check_one_dataset_per_data_config(records, resolved)
     table = tabulate(records, base, references=references)
+    # A report of runs not all finished (another variant or seed asked for) never replaces a
+    # complete table: it is printed from a scratch directory instead.
+    complete = (output_dir / "table.md").is_file() and "Partial table" not in (output_dir / "table.md").read_text()
+    with tempfile.TemporaryDirectory() as scratch:
+        tables_dir = Path(scratch) if report_only and missing and complete else output_dir
+        write_tables(records, table, tables_dir, label, references, base, length_edges, missing, console)
+    if tables_dir != output_dir:
+        console.print(
+            f"[yellow]printed, not written: {output_dir} holds a complete table (table.md), which this partial "
+            "one would replace; ask for the variants and seeds it was made of to write it again[/yellow]"
+        )
+    return table
+
+
+def write_tables(
+    records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, label: str, references: dict[str, str],
+    base: str, length_edges: Sequence[int], missing: Sequence[str], console: Console,
+) -> None:
+    """The comparison's tables (``write_outputs``, ``write_length_tables``) in ``output_dir``, and printed."""
     write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
     # soft_wrap and no markup: a Markdown table must come out copyable, never cut at the terminal width
     console.print((output_dir / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
@@ -237,7 +262,6 @@ def run_compare(
         for stale in (output_dir / "by_length.md", output_dir / "by_length.csv"):  # never beside a newer table
             stale.unlink(missing_ok=True)
         console.print(f"[yellow]no table by history length: {err}[/yellow]")
-    return table
 
 
 def check_one_dataset_per_data_config(records: list[dict], resolved: Mapping[str, Mapping[str, Any]]) -> None:

@@ -12,6 +12,8 @@ from filelock import Timeout
 from rich.console import Console
 
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
+from awrsr.files import read_text
+from awrsr.strict_yaml import check_unique_keys
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 from awrsr.run_config import config_differences, load_fit_config
 from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, LOG_FILE
@@ -68,6 +70,19 @@ class DataFingerprints:
         return self._cache[key]
 
 
+def read_run_config(path: Path) -> dict[str, Any]:
+    """A finished run's config.yaml; damaged, it is an ArtifactError that says how to go on."""
+    text = read_text(path, ArtifactError)
+    try:
+        check_unique_keys(text, str(path))  # the file, line and problem in one line
+    except ConfigError as err:
+        raise ArtifactError(f"{err}; delete that run to train it again") from None
+    stored = yaml.safe_load(text)
+    if stored is not None and not isinstance(stored, dict):
+        raise ArtifactError(f"{path}: not a run's config (a mapping of sections); delete that run to train it again")
+    return stored or {}
+
+
 def finished_run(
     config: str, options: dict[str, Any], run_dir: Path, fingerprints: Callable[[Any], str | None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -91,7 +106,7 @@ def finished_run(
             f"read now is {now[:12]}): the data changed since. Delete that run to train it again on "
             "this data, or use another output_dir"
         )
-    stored = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).is_file() else {}
+    stored = read_run_config(run_dir / CONFIG_FILE) if (run_dir / CONFIG_FILE).is_file() else {}
     ignore = REUSABLE_CHANGES if now is not None else MACHINE_OPTIONS
     differing = config_differences(stored or {}, {k: resolved[k] for k in RESOLVED_SECTIONS}, ignore=ignore)
     if differing:

@@ -28,9 +28,9 @@ import yaml
 from rich.console import Console
 from rich.progress import Progress
 
-from awrsr.errors import ConfigError, TrainingDiverged
+from awrsr.errors import ConfigError, TrainingDiverged, UnknownNameError
 from awrsr.experiments.runs import DataFingerprints, check_finished_runs, known_keys, option_args, run_or_reuse
-from awrsr.files import csv_text, output_directory, user_path, write_text_atomic
+from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
 from awrsr.strict_yaml import check_unique_keys
 
@@ -39,7 +39,7 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
     path = user_path(path)
     if not path.is_file():
         raise ConfigError(f"search space file not found: {path}")
-    text = path.read_text()
+    text = read_text(path)
     check_unique_keys(text, str(path))  # names the file and line of a YAML error, or of a repeated key
     space = yaml.safe_load(text)
     if not isinstance(space, dict) or not space:
@@ -63,10 +63,31 @@ def check_known_keys(keys: Any, where: str) -> None:
 def check_fixed_options(config: str, extra: dict[str, Any]) -> None:
     """What would fail every trial alike fails once, now: a base config that is not YAML, or a
     misspelt key among the options given to every trial."""
-    check_unique_keys(Path(config).read_text(), config)  # not YAML, or a key given twice
+    check_unique_keys(read_text(user_path(config)), config)  # not YAML, or a key given twice
     check_known_keys(extra, "--set ")
     # a misspelt key or a bad value in the base config itself, which every trial would skip on
     check_fit_args(["--config", config, *option_args(extra)], f"base config {config}" + (" with --set" if extra else ""))
+
+
+def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str, Any]) -> None:
+    """A ConfigError now for a value of the space that is wrong on its own (a misspelt name, a
+    value of the wrong type): its trials would all be skipped, and the search would quietly run
+    without it. Values that fail only with the base's other settings (3 heads of a hidden size of
+    64) may fit other values of the grid; their trials are skipped one by one."""
+    from awrsr.models import build_model
+    from awrsr.run_config import load_fit_config
+
+    for key, values in space.items():
+        for value in values:
+            where = f"search space {key}: {value!r}"
+            args = ["--config", config, *option_args({**extra, key: value})]
+            check_fit_args(args, where)  # the value's type
+            try:
+                build_model(load_fit_config(args)["model"], num_items=8)
+            except UnknownNameError as err:
+                raise ConfigError(f"{where}: {err}") from None
+            except ConfigError:
+                pass  # a combination: judged per trial
 
 
 def grid(space: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -97,6 +118,7 @@ def run_tune(
     if max_trials is not None and max_trials < 1:
         raise ConfigError(f"max_trials must be >= 1, got {max_trials}")
     check_fixed_options(config, extra or {})
+    check_grid_values(config, space, extra or {})
     trials = grid(space)
     if max_trials is not None and max_trials < len(trials):
         trials = random.Random(sample_seed).sample(trials, max_trials)

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -20,7 +21,7 @@ from torch import nn
 
 from awrsr.data import Vocabulary
 from awrsr.errors import ArtifactError, AwrsrError
-from awrsr.files import user_path, write_bytes_atomic, write_text_atomic
+from awrsr.files import read_text, user_path, write_bytes_atomic, write_text_atomic
 from awrsr.models import ModelConfig, build_model
 
 CONFIG_FILE = "config.yaml"
@@ -52,7 +53,9 @@ def save_artifact(
     state = {name: t.detach().contiguous().cpu() for name, t in model.state_dict().items()}
     # The model section travels inside the weights too: settings that change no tensor's shape
     # (max_len of a model without position embeddings, say) are checked against config.yaml on load.
-    metadata = {MODEL_METADATA: json.dumps(config.get("model", {}), sort_keys=True)}
+    # So does the vocabulary's digest: another vocab.json (edited, reordered, copied from another
+    # run) would map the ids to other items' weights without changing any shape.
+    metadata = {MODEL_METADATA: json.dumps(config.get("model", {}), sort_keys=True), VOCAB_METADATA: vocab_digest(vocab)}
     # safetensors' save_file creates the file owner-only (0600); bytes through our writer get the umask's mode
     write_bytes_atomic(directory / WEIGHTS_FILE, save(state, metadata=metadata))
     if metrics is not None:
@@ -61,17 +64,33 @@ def save_artifact(
 
 
 MODEL_METADATA = "awrsr.model"  # the weights file's copy of config.yaml's model section
+VOCAB_METADATA = "awrsr.vocab.sha256"  # and the digest of vocab.json's vocabulary
 
 
-def check_saved_model_config(weights_path: Path, model_config: ModelConfig, config_path: Path) -> None:
-    """An ArtifactError if config.yaml's model section differs from the copy saved in the weights
-    file (an edited config would silently score with other settings). Weights saved before the
-    copy existed are not checked, nor fields that awrsr added since (they take their defaults)."""
+def vocab_digest(vocab: Vocabulary) -> str:
+    """SHA-256 of the vocabulary (its ids in index order and their type)."""
+    return hashlib.sha256(json.dumps(vocab.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def check_saved_model_config(
+    weights_path: Path, model_config: ModelConfig, config_path: Path, vocab: Vocabulary | None = None,
+) -> None:
+    """An ArtifactError if config.yaml's model section, or the vocabulary, differs from the copy
+    (the digest) saved in the weights file: an edited config would silently score with other
+    settings, another vocabulary name other items. Weights saved before the copies existed are
+    not checked, nor fields that awrsr added since (they take their defaults)."""
     try:
         with safe_open(str(weights_path), "pt") as handle:
-            saved = (handle.metadata() or {}).get(MODEL_METADATA)
+            metadata = handle.metadata() or {}
     except (SafetensorError, OSError) as err:
         raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
+    saved_vocab = metadata.get(VOCAB_METADATA)
+    if vocab is not None and saved_vocab is not None and saved_vocab != vocab_digest(vocab):
+        raise ArtifactError(
+            f"{config_path.parent / VOCAB_FILE}: not the vocabulary these weights were trained with ({len(vocab)} ids; "
+            "edited, reordered or copied from another run?): its ids would name other items"
+        )
+    saved = metadata.get(MODEL_METADATA)
     if saved is None:
         return
     saved_model, model = json.loads(saved), json.loads(json.dumps(asdict(model_config)))  # JSON values on both sides
@@ -116,19 +135,31 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     ``max_len`` is a check, not an override: a model's position embeddings (and any refinement
     matrices) fix its maximum length, so asking for another one is an error.
     """
+    if not isinstance(directory, (str, Path)):
+        raise TypeError(f"directory must be a path, got {type(directory).__name__}")
+    if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool)):
+        raise ArtifactError(f"max_len must be an integer (a check of the saved model's), got {max_len!r}")
     directory = user_path(directory)
     if not directory.is_dir():
         raise ArtifactError(f"{directory} is a file, not a run directory" if directory.exists()
                             else f"artifact directory not found: {directory}")
     missing = missing_artifact_files(directory)
     if missing:
+        # checkpoints/ (train.trainer.CHECKPOINT_DIR; not imported, to keep serving free of
+        # Lightning) or Lightning's log, and no metrics.json: a run that has not written its model yet
+        started = (directory / "checkpoints").is_dir() or (directory / "metrics.csv").is_file()
+        if started and not (directory / METRICS_FILE).is_file():
+            raise ArtifactError(
+                f"{directory}: not a finished run yet (no {', '.join(missing)}): it is still training, or was "
+                "interrupted (awrsr fit --resume true continues it); the model is saved when training ends"
+            )
         raise collection_error(directory) or ArtifactError(
             f"{directory}: incomplete artifact, missing {', '.join(missing)}"
         )
 
     config_path = directory / CONFIG_FILE
     try:
-        config = yaml.safe_load(config_path.read_text())
+        config = yaml.safe_load(read_text(config_path, ArtifactError))
     except yaml.YAMLError as err:
         raise ArtifactError(f"{config_path}: not valid YAML ({err})") from None
     if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
@@ -151,7 +182,7 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     except (SafetensorError, OSError) as err:
         raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
     # the edited field by name first (max_len: 20 -> 50), before the tensor shapes it changes
-    check_saved_model_config(weights_path, model_config, config_path)
+    check_saved_model_config(weights_path, model_config, config_path, vocab)
     check_state_matches(model, state, weights_path)
     model.load_state_dict(state)
     model.eval()
@@ -159,7 +190,7 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     metrics = None
     if (directory / METRICS_FILE).is_file():
         try:
-            metrics = json.loads((directory / METRICS_FILE).read_text())
+            metrics = json.loads(read_text(directory / METRICS_FILE, ArtifactError))
         except json.JSONDecodeError as err:
             raise ArtifactError(f"{directory / METRICS_FILE}: not valid JSON ({err})") from None
         if not isinstance(metrics, dict):

@@ -25,9 +25,14 @@ from awrsr.data.preprocess import drop_duplicates, sort_chronologically
 from awrsr.data.readers import IGNORED_OPTIONS, detect_format
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
-from awrsr.infer.recommender import Recommender, check_exclude, check_unknown
+from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
+from awrsr.infer.recommender import Recommender, check_exclude, check_flag, check_k, check_unknown
 
 OUTPUT_FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
+# The tables awrsr writes into a run's, a tune's or a comparison's directory (recognised by one
+# of RECORD_MARKERS): recommendations never replace them.
+RECORD_TABLES = ("history.csv", "metrics.csv", "earlier_metrics.csv", "trials.csv", "runs.csv", "table.csv", "by_length.csv")
+RECORD_MARKERS = (CONFIG_FILE, METRICS_FILE, "trials.csv", "runs.csv")
 
 
 @dataclass
@@ -98,7 +103,11 @@ def recommend_log(
 ) -> LogRecommendations:
     """The top-k next items for every user of the log ``source`` (see ``read_user_histories``),
     as a long table: user, rank, item, score."""
-    check_exclude(exclude)  # before the log is read
+    exclude = check_exclude(exclude)  # before the log is read
+    check_k(k)
+    check_flag(exclude_seen, "exclude_seen")
+    if not isinstance(data, DataConfig):
+        raise TypeError(f"data must be a DataConfig (how to read the log), got {type(data).__name__}")
     read = read_user_histories(source, data, recommender.vocab, unknown)
     cols, scores = recommender.top_k(read.histories, k, exclude_seen, exclude, batch_size)
     kept = np.isfinite(scores)  # -inf: fewer than k items were left to recommend
@@ -202,6 +211,11 @@ def check_output_path(path: str | Path) -> Path:
         raise ConfigError(f"output {path}: the directory {path.parent} does not exist")
     if path.is_dir():
         raise ConfigError(f"output {path}: is a directory")
+    if path.name in RECORD_TABLES and path.is_file() and any((path.parent / name).is_file() for name in RECORD_MARKERS):
+        raise ConfigError(  # a run's history.csv, say: its learning curves would be gone
+            f"output {path}: is one of the records awrsr keeps in {path.parent}; write the recommendations "
+            "to another file"
+        )
     if not os.access(path.parent, os.W_OK):
         raise ConfigError(f"output {path}: the directory {path.parent} is not writable")
     return path

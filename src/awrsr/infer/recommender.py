@@ -117,10 +117,11 @@ class Recommender:
         item ids never to recommend (sold out, blocked) to any of the histories; ids the model
         does not know are skipped, since it cannot recommend them anyway."""
         check_unknown(unknown)
-        if isinstance(histories, (str, bytes)):
-            raise ConfigError("histories is a list of histories, each a list of item ids; got a string")
-        check_exclude(exclude)  # also when no history is left to score
+        if isinstance(histories, (str, bytes)) or not isinstance(histories, Iterable):
+            raise ConfigError(f"histories is a list of histories, each a list of item ids; got {type(histories).__name__}")
+        exclude = check_exclude(exclude)  # also when no history is left to score
         check_k(k)
+        check_flag(exclude_seen, "exclude_seen")
         histories = [as_history(history, f"histories[{i}]") for i, history in enumerate(histories)]
         encoded, kept = [], []
         for i, history in enumerate(histories):
@@ -176,8 +177,9 @@ class Recommender:
         first; -inf marks a slot with no item left (every item seen or excluded). Histories are
         scored in batches of similar length, so that each batch runs the model on the narrowest
         window that holds it."""
-        check_exclude(exclude)
+        exclude = check_exclude(exclude)
         check_k(k)
+        check_flag(exclude_seen, "exclude_seen")
         if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool) or batch_size < 1:
             raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         excluded = [x for x in exclude if x in self.vocab]
@@ -220,10 +222,22 @@ def check_unknown(unknown: object) -> None:
         raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
 
 
-def check_exclude(exclude: object) -> None:
-    """A ConfigError if ``exclude`` is a single string: iterating it would exclude its characters."""
+def check_exclude(exclude: object) -> list:
+    """``exclude`` as a list of item ids (None: none); a ConfigError if it is a single string
+    (iterating it would exclude its characters) or not a collection at all."""
+    if exclude is None:
+        return []
     if isinstance(exclude, (str, bytes)):
         raise ConfigError("exclude takes a list of item ids, not a single string")
+    if not isinstance(exclude, Iterable):
+        raise ConfigError(f"exclude takes a list of item ids, got {type(exclude).__name__} {exclude!r:.60}")
+    return list(exclude)
+
+
+def check_flag(value: object, name: str) -> None:
+    """A ConfigError unless ``value`` is a boolean: the string "no" is true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"{name} must be true or false, got {value!r:.60}")
 
 
 def check_k(k: object) -> None:

@@ -19,6 +19,7 @@ at a time, in a worker thread, so that concurrent requests do not oversubscribe 
 from __future__ import annotations
 
 import errno
+import math
 import socket
 from pathlib import Path, PurePath
 from typing import Any, Union
@@ -36,6 +37,8 @@ MAX_EXCLUDE = 100_000  # ids in one request's exclusion list
 try:
     import anyio
     from fastapi import FastAPI, Request
+    from fastapi.encoders import jsonable_encoder
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
     from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 except ImportError:  # the optional "serve" extra is not installed
@@ -87,6 +90,18 @@ def public_dataset_record(dataset: Any) -> Any:
     return public
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with its non-finite floats as strings ("nan", "inf"): Python's JSON parser reads
+    NaN, Infinity and 1e400 in a request, and echoing them in a 422 answer would fail as a 500."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
 def listening_socket(host: str, port: int) -> socket.socket:
     """A socket bound to ``host``:``port`` (an IPv6 address where the host holds a colon, as uvicorn
     decides), for uvicorn to serve on: a port in use or an address this machine lacks is a clear
@@ -116,6 +131,10 @@ def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
     @app.exception_handler(AwrsrError)
     async def user_error(request: Request, err: AwrsrError) -> JSONResponse:
         return JSONResponse(status_code=422, content={"detail": str(err)})
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": json_safe(jsonable_encoder(err.errors()))})
 
     @app.exception_handler(FloatingPointError)
     async def broken_model(request: Request, err: FloatingPointError) -> JSONResponse:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from awrsr.config_types import check_field_types
-from awrsr.errors import ConfigError
+from awrsr.errors import ConfigError, UnknownNameError
 
 
 @dataclass
@@ -90,6 +90,10 @@ class ModelConfig:
         if self.refine_init_std < 0:
             raise ConfigError(f"model.refine_init_std must be >= 0, got {self.refine_init_std}")
         if self.refine_blocks is not None:
+            if not self.refine_blocks:  # would build the unrefined model under a refinement's name
+                raise ConfigError("model.refine_blocks is empty; list the blocks to refine, or null for every block")
+            if len(set(self.refine_blocks)) < len(self.refine_blocks):
+                raise ConfigError(f"model.refine_blocks {self.refine_blocks} names a block twice")
             bad = [b for b in self.refine_blocks if not 0 <= b < self.num_blocks]
             if bad:
                 raise ConfigError(
@@ -120,7 +124,7 @@ class ModelConfig:
         for field_name, registry in (("name", MODELS), ("attention", ATTENTIONS), ("refine", REFINEMENTS)):
             value = getattr(self, field_name)
             if value not in registry:
-                raise ConfigError(
+                raise UnknownNameError(
                     f"model.{field_name}: unknown {registry.kind} {value!r}; "
                     f"known: {', '.join(registry.names())}"
                 )

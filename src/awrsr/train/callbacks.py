@@ -168,6 +168,43 @@ class InterruptNotice(L.Callback):
         print(f"\nawrsr: interrupted in epoch {trainer.current_epoch + 1}; {hint}", file=sys.stderr)
 
 
+class EpochLines(L.Callback):
+    """One line per validated epoch on stdout ("epoch 12/200: valid ndcg@10 0.0235, best 0.0240,
+    2 of patience 20 without a gain, 57.0 s"): what a log file gets where a progress bar would
+    fill it with carriage returns (stdout is not a terminal). Lightning runs ``early_stopping``
+    after it, so it counts the best value and the epochs without a gain itself, starting from
+    early stopping's (restored when a run resumes)."""
+
+    def __init__(self, monitor: str, early_stopping: EarlyStopping) -> None:
+        self.monitor = monitor  # "val/ndcg@10"
+        self.early_stopping = early_stopping
+        self._started = time.perf_counter()
+        self._best, self._wait = float("-inf"), 0
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._best, self._wait = float(self.early_stopping.best_score), int(self.early_stopping.wait_count)
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._started = time.perf_counter()
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        value = trainer.callback_metrics.get(self.monitor)
+        if value is None or trainer.sanity_checking:
+            return
+        value = float(value)
+        if value > self._best:
+            self._best, self._wait = value, 0
+        else:
+            self._wait += 1
+        budget = f"/{trainer.max_epochs}" if trainer.max_epochs and trainer.max_epochs > 0 else ""
+        print(
+            f"epoch {trainer.current_epoch + 1}{budget}: valid {self.monitor.removeprefix('val/')} {value:.4f}, "
+            f"best {self._best:.4f}, {self._wait} of patience {self.early_stopping.patience} without a gain, "
+            f"{time.perf_counter() - self._started:.1f} s",
+            file=sys.stdout, flush=True,
+        )
+
+
 class EpochProgressBar(TQDMProgressBar):
     """Lightning's bar, its epochs counted from 1 and out of the budget ("Epoch 30/30"), as every
     other awrsr output counts them (best epoch, history.csv, interruption notices); Lightning's

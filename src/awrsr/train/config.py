@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from awrsr.config_types import check_field_types
-from awrsr.errors import ConfigError
+from awrsr.errors import ConfigError, UnknownNameError
 
 # Negatives per position when train.num_negatives is left unset.
 DEFAULT_NEGATIVES = {"bce": 1, "sampled_softmax": 100, "ce": 0, "stosa": 1}
@@ -33,7 +33,7 @@ class TrainConfig:
         seed: seed of initialisation, shuffling, negatives and dropout.
         accelerator: Lightning accelerator.
         precision: 32-true or bf16-mixed (bfloat16 training matmuls; evaluation stays float32).
-        progress_bar: show Lightning's progress bar.
+        progress_bar: show Lightning's progress bar on a terminal; where stdout is a file or a pipe, one line per epoch.
         num_threads: torch CPU threads; None keeps torch's default.
         adversarial_alpha: model.attention calibrated (AC-TSR): weight alpha of the perturbation-mask
             norm L_norm in the perturbation network's objective -L_P + alpha L_norm (eq. 20; docs/ac-tsr.md).
@@ -67,7 +67,7 @@ class TrainConfig:
         check_field_types(self, "train")
 
         if self.loss not in LOSSES:
-            raise ConfigError(f"train.loss: unknown loss {self.loss!r}; known: {', '.join(LOSSES.names())}")
+            raise UnknownNameError(f"train.loss: unknown loss {self.loss!r}; known: {', '.join(LOSSES.names())}")
         # Resolved in a property, not written back: a default instance must not carry one loss's
         # default into a config that only changes the loss.
         if self.num_negatives is not None and self.num_negatives < 1:

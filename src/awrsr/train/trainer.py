@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from awrsr.eval import EvalConfig, build_eval_batches
 from awrsr.infer.artifact import check_state_matches
 from awrsr.train.batches import training_loader
 from awrsr.train.callbacks import (
-    EpochProgressBar, EpochTimer, GradientNorm, InterruptNotice, RandomState, RelocatableModelCheckpoint, ResumableEarlyStopping,
+    EpochLines, EpochProgressBar, EpochTimer, GradientNorm, InterruptNotice, RandomState, RelocatableModelCheckpoint, ResumableEarlyStopping,
 )
 from awrsr.train.config import TrainConfig
 from awrsr.train.module import SequentialRecommenderModule
@@ -102,8 +103,13 @@ def train_model(
     timer = EpochTimer()
     early_stopping = ResumableEarlyStopping(monitor=monitor, mode="max", patience=train.patience)
     callbacks = [checkpoint, last, timer, GradientNorm(), early_stopping, RandomState(), InterruptNotice(resume_from)]
-    if train.progress_bar:
+    # A bar on a terminal; in a log file (stdout, where Lightning's bar writes, redirected) one
+    # line per epoch instead, since a bar's carriage returns and escape codes would fill it.
+    show_bar = train.progress_bar and sys.stdout.isatty()
+    if show_bar:
         callbacks.append(EpochProgressBar())
+    elif train.progress_bar:
+        callbacks.append(EpochLines(monitor, early_stopping))
     trainer = L.Trainer(
         max_epochs=train.max_epochs,
         max_time=train.max_time,
@@ -114,7 +120,7 @@ def train_model(
         callbacks=callbacks,
         check_val_every_n_epoch=train.val_every,
         num_sanity_val_steps=0,
-        enable_progress_bar=train.progress_bar,
+        enable_progress_bar=show_bar,
         enable_model_summary=False,
         log_every_n_steps=1,
         deterministic="warn",
