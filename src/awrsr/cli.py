@@ -28,7 +28,7 @@ from awrsr.files import read_text, user_path
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
 from awrsr.run_config import SuggestingParser, debugging
-from awrsr.strict_yaml import check_config_files, install_strict_yaml_loader
+from awrsr.strict_yaml import FIT_KEYS, check_config_files, install_strict_yaml_loader
 from awrsr.train import TrainConfig
 
 
@@ -369,7 +369,7 @@ def plot(
 
 
 # The sections of a fit config that `awrsr stats` has no use for.
-_FIT_ONLY_SECTIONS = {"model", "train", "evaluation", "output_dir", "resume", "overwrite"}
+_FIT_ONLY_SECTIONS = set(FIT_KEYS) - {"data"}  # what stats, which reads only data, leaves out
 
 
 def stats_reads_data_section(args: list[str]) -> list[str]:

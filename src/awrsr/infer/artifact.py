@@ -72,7 +72,7 @@ def vocab_digest(vocab: Vocabulary) -> str:
     return hashlib.sha256(json.dumps(vocab.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def check_saved_model_config(
+def check_saved_copies(
     weights_path: Path, model_config: ModelConfig, config_path: Path, vocab: Vocabulary | None = None,
 ) -> None:
     """An ArtifactError if config.yaml's model section, or the vocabulary, differs from the copy
@@ -182,7 +182,7 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     except (SafetensorError, OSError) as err:
         raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
     # the edited field by name first (max_len: 20 -> 50), before the tensor shapes it changes
-    check_saved_model_config(weights_path, model_config, config_path, vocab)
+    check_saved_copies(weights_path, model_config, config_path, vocab)
     check_state_matches(model, state, weights_path)
     model.load_state_dict(state)
     model.eval()
