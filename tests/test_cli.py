@@ -71,7 +71,7 @@ def test_fit_runs_from_a_config_file(tmp_path, capsys):
     code, out, err = run_cli(capsys, "fit", "--config", str(config), "--model.mask_prob", "0.5")
     assert code == 0, err
     assert (tmp_path / "run" / "model.safetensors").is_file()
-    assert "popularity" in out
+    assert "popularity" in out and "sasrec, dot attention, no refinement on synthetic" in out, out
     # an option the model never reads is said, not silently dropped
     assert "note: model.mask_prob has no effect here (only model.name 'bert4rec' reads it)" in " ".join(out.split())
 
@@ -327,3 +327,35 @@ def test_compare_takes_boolean_variants_as_yaml_writes_them(tmp_path, capsys):
         "--seeds", "[1]", "--output_dir", str(tmp_path / "c"), "--report_only", "true",
     )
     assert code == 2 and "missing: false seed 1 (not started), true seed 1 (not started)" in err, err
+
+
+def test_config_before_the_command_says_where_it_goes(capsys):
+    for argv in (["--config", "configs/sasrec/synthetic.yaml", "fit"], ["--config=configs/sasrec/synthetic.yaml", "fit"]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and "--config goes after the command, e.g. awrsr fit --config FILE" in err, err
+
+
+def test_running_out_of_memory_is_one_line_naming_what_to_shrink(tmp_path, capsys, monkeypatch):
+    # numpy refuses a 7 TiB array at once, without touching memory
+    code, _, err = run_cli(capsys, "fit", "--data.synthetic.num_users", "1000000000000", "--output_dir", str(tmp_path / "r"))
+    assert code == 2 and "awrsr: error: out of memory (Unable to allocate 7.28 TiB" in err and "train.batch_size" in err, err
+    from awrsr import workflows
+
+    def torch_cpu_allocator_fails(*args, **kwargs):
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+            "to allocate 40000000000000 bytes. Error code 12 (Cannot allocate memory)"
+        )
+
+    monkeypatch.setattr(workflows, "fit", torch_cpu_allocator_fails)
+    code, _, err = run_cli(capsys, "fit", "--output_dir", str(tmp_path / "r"))
+    assert code == 2 and "out of memory (tried to allocate 37,252.9 GiB)" in err and "alloc_cpu" not in err, err
+
+    def a_bug(*args, **kwargs):
+        raise RuntimeError("shape mismatch")  # not a user's error: the traceback stays
+
+    monkeypatch.setattr(workflows, "fit", a_bug)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        from awrsr.cli import main
+
+        main(["fit", "--output_dir", str(tmp_path / "r")])

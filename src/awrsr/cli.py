@@ -23,7 +23,7 @@ from jsonargparse import CLI
 
 from awrsr.data import DataConfig
 from awrsr.data.config import Format
-from awrsr.errors import AwrsrError, ConfigError
+from awrsr.errors import AwrsrError, ConfigError, out_of_memory_detail
 from awrsr.files import read_text, user_path
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
@@ -347,6 +347,7 @@ def compare(
 
 def plot(
     directory: str, output_dir: Optional[str] = None, user: Optional[int] = None, data_path: Optional[str] = None,
+    user_id: Optional[str] = None,
 ) -> None:
     """Draw the paper's figures from a run directory or a compare directory.
 
@@ -361,10 +362,11 @@ def plot(
             (default: the first with 15+ items).
         data_path: the data file, if it moved since training or the run was trained from a data
             frame (it must be the same data).
+        user_id: the attention heatmap's user by original user id instead (one with 3+ interactions).
     """
     from awrsr.experiments.figures import draw_figures
 
-    for path in draw_figures(directory, output_dir, user, data_path=data_path):
+    for path in draw_figures(directory, output_dir, user, data_path=data_path, user_id=user_id):
         print(path)
 
 
@@ -401,6 +403,8 @@ def stats_reads_data_section(args: list[str]) -> list[str]:
 def main(argv: Optional[list] = None) -> None:
     try:
         argv = sys.argv[1:] if argv is None else argv
+        if argv and (argv[0] == "--config" or argv[0].startswith("--config=")):  # jsonargparse would blame a key inside
+            raise ConfigError("--config goes after the command, e.g. awrsr fit --config FILE")
         check_config_files(argv, fit=argv[:1] in (['fit'], ['stats']))  # names the file; the loader, inline configs
         argv = stats_reads_data_section(list(argv))
         install_strict_yaml_loader()
@@ -414,6 +418,16 @@ def main(argv: Optional[list] = None) -> None:
         if debugging():
             raise
         print(f"awrsr: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except (MemoryError, RuntimeError) as err:  # numpy, torch's CPU allocator, CUDA: say what ran out
+        detail = out_of_memory_detail(err)
+        if detail is None or debugging():
+            raise
+        print(
+            f"awrsr: error: out of memory ({detail}); make the work smaller: train.batch_size, model.max_len, "
+            "train.num_negatives or the data in training, --batch_size in recommend --input",
+            file=sys.stderr,
+        )
         sys.exit(2)
     except KeyboardInterrupt:  # outside training (reading data, the final evaluation): no traceback either
         print("\nawrsr: interrupted", file=sys.stderr)

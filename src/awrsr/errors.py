@@ -5,6 +5,8 @@ an incomplete artifact) raises an ``AwrsrError`` subclass whose message names th
 field. The CLI prints the message and exits non-zero instead of showing a traceback.
 """
 
+import re
+
 
 class AwrsrError(Exception):
     """Base class of errors caused by user input rather than by a bug."""
@@ -42,3 +44,17 @@ class UnknownItemError(AwrsrError, KeyError):
 
 class TrainingDiverged(AwrsrError):
     """Training produced non-finite values (usually a learning rate too high for the model)."""
+
+
+def out_of_memory_detail(err: BaseException) -> str | None:
+    """What ran out, for an allocation that failed (numpy's MemoryError, torch's CPU allocator
+    or CUDA's out-of-memory error); None for any other error."""
+    if isinstance(err, MemoryError):
+        return str(err) or "an allocation failed"
+    text = str(err)
+    if type(err).__name__ == "OutOfMemoryError" or "can't allocate memory" in text or "not enough memory" in text:
+        size = re.search(r"tried to allocate (\d+) bytes", text)
+        if size:  # torch's CPU allocator: the size, without its C++ source location
+            return f"tried to allocate {int(size.group(1)) / 2**30:,.1f} GiB"
+        return text.strip().splitlines()[0][:300] if text.strip() else "an allocation failed"
+    return None

@@ -384,7 +384,7 @@ def _fit(
         shown.update({"test": results["test"], "popularity (test)": popularity_results["test"]})
     else:
         shown["popularity (valid)"] = popularity_results["valid"]
-    print_results(console, shown, evaluation.ks, title=f"{model.name} on {dataset.stats.source}")
+    print_results(console, shown, evaluation.ks, title=f"{model.label} on {dataset.stats.source}")
     console.print(f"saved to {run_dir}  ({outcome.epochs_trained} epochs, {outcome.train_seconds:.1f} s)")
     return FitResult(run_dir, metrics)
 

@@ -466,3 +466,29 @@ def test_a_header_naming_a_column_twice_is_refused(tmp_path):
 def test_quotes_and_line_ends_cannot_separate_fields(separator):
     with pytest.raises(ConfigError, match="data.separator cannot be"):
         DataConfig(separator=separator)
+
+
+@pytest.mark.parametrize(
+    ("text", "has_header", "named", "advice"),
+    [
+        ("user_id;item_id;ts\n1;10;5\n", True, "2 ';'", "set data.separator ';'"),
+        ("1;10;5\n1;11;6\n", False, "2 ';'", "set data.separator ';'"),  # named by position: column_2 missing
+        ("user_id\titem_id\n1\t10\n", True, "1 '\\t'", "set data.format tsv"),
+        ("user_id|item_id|ts|x\n1|10|5|0\n", True, "3 '|'", "set data.separator '|'"),
+    ],
+)
+def test_a_file_with_another_separator_is_named_as_such(tmp_path, text, has_header, named, advice):
+    path = tmp_path / "events.csv"
+    path.write_text(text)
+    columns = {} if has_header else {"user_col": "column_1", "item_col": "column_2"}
+    with pytest.raises(DataError) as err:
+        read_interactions(path, DataConfig(has_header=has_header, **columns))
+    message = str(err.value)
+    assert "events.csv: line 1 " in message and f"holds no ',' but {named}" in message and advice in message, message
+
+
+def test_one_column_without_another_separator_gets_the_usual_message(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("visitor product\nu1 a\n")  # spaces are not guessed: a name may hold one
+    with pytest.raises(DataError, match=r"no column 'user_id' \(data.user_col\); the columns are: 'visitor product'"):
+        read_interactions(path, DataConfig())

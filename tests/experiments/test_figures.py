@@ -12,7 +12,7 @@ from conftest import build_tiny, run_cli, tiny_run_config
 from rich.console import Console
 
 from awrsr.data import SyntheticConfig, make_synthetic_interactions
-from awrsr.errors import ArtifactError
+from awrsr.errors import ArtifactError, ConfigError
 from awrsr.experiments.figures import attention_case, attention_panels, draw_figures
 
 FRAME_MESSAGE = "this run was trained from a data frame; pass --data_path (or, from Python, evaluate(..., frame=...))"
@@ -45,6 +45,34 @@ def test_plot_user_out_of_range_names_the_option_and_writes_nothing(trained_run,
     assert not (tmp_path / "f").exists()
     case = attention_case(trained_run.run_dir, user=299)
     assert case.title.startswith("test user 299 (user id 300)")  # synthetic user ids are 1..300
+
+
+def test_plot_picks_a_user_by_original_id(trained_run, tmp_path, capsys):
+    case = attention_case(trained_run.run_dir, user_id="300")
+    assert case.title.startswith("test user 299 (user id 300)")  # the same user as index 299
+    assert torch.equal(case.inputs, attention_case(trained_run.run_dir, user=299).inputs)
+    for args, message in [
+        (["--user_id", "301"], "--user_id '301': no such user in the run's data (its user ids read like 1, 2, 3)"),
+        (["--user_id", "abc"], "--user_id 'abc': no such user"),
+        (["--user", "3", "--user_id", "4"], "give --user (a test-user index) or --user_id"),
+    ]:
+        code, _, err = run_cli(capsys, "plot", str(trained_run.run_dir), *args, "--output_dir", str(tmp_path / "f"))
+        assert code == 2 and message in " ".join(err.split()), err
+    assert not (tmp_path / "f").exists()
+    code, out, err = run_cli(capsys, "plot", str(trained_run.run_dir), "--user_id", "7", "--output_dir", str(tmp_path / "g"))
+    assert code == 0 and (tmp_path / "g" / f"attention_{trained_run.run_dir.name}.png").is_file(), err
+
+
+def test_pick_user_id_names_a_user_without_a_test_case():
+    from awrsr.experiments.figures import _pick_user_id
+
+    user_ids = ["u1", "007", 42]  # user index -> original id; text and integers alike
+    test_users = np.array([0, 2])  # user 1 ("007") has fewer than 3 interactions
+    assert _pick_user_id(user_ids, test_users, "42") == 1 and _pick_user_id(user_ids, test_users, " u1 ") == 0
+    with pytest.raises(ConfigError, match="'007' has fewer than the 3 interactions"):
+        _pick_user_id(user_ids, test_users, "007")
+    with pytest.raises(ConfigError, match="'7': no such user"):  # ids are matched as written, not as numbers
+        _pick_user_id(user_ids, test_users, "7")
 
 
 def test_plot_on_a_missing_directory_creates_nothing(tmp_path, capsys):
@@ -113,7 +141,7 @@ def test_evaluate_finds_relative_data_from_elsewhere_and_names_its_option_when_i
 
 def test_a_recorded_absolute_path_to_other_data_is_refused(tmp_path, monkeypatch):
     """The fallback to the recorded absolute path keeps the fingerprint check."""
-    from awrsr.errors import ArtifactError
+    from awrsr.errors import ArtifactError, ConfigError
     from awrsr.workflows import evaluate
 
     work = tmp_path / "work"

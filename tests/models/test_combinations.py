@@ -37,3 +37,12 @@ def test_every_part_of_today_is_still_registered():
 
     registered = set(itertools.product(MODELS.names(), attention_registry.names(), refinement_registry.names()))
     assert set(itertools.product(BACKBONES, ATTENTIONS, REFINEMENTS)) <= registered
+
+
+def test_a_models_label_names_its_parts():
+    from awrsr.models import ModelConfig
+
+    assert ModelConfig().label == "sasrec, dot attention, no refinement"
+    assert ModelConfig(refine="value", refine_blocks=[1]).label == "sasrec, dot attention, refined by value in block(s) 1"
+    assert ModelConfig(name="stosa", attention="wasserstein", refine="stoc").label == "stosa, wasserstein attention, refined by stoc"
+    assert ModelConfig(attention="calibrated", ac_lite=True).label.endswith("calibrated attention (lite), no refinement")

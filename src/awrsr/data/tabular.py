@@ -335,11 +335,21 @@ def _check_columns(existing: list[str], config: DataConfig, source: str) -> None
 
 
 def _check_header(existing: list[str], config: DataConfig, lines: TextLines) -> None:
-    """Say a file seems to lack its header line when named columns are missing and line 1 looks like data."""
+    """Say a file seems separated by another character, or to lack its header line, when named
+    columns are missing."""
     wanted = _wanted(config)
-    if not config.has_header or all(name in existing for name in wanted):
+    if all(name in existing for name in wanted):
         return
     first = _first_line(lines)
+    other = _other_separator(first, lines.separator) if first is not None and len(existing) == 1 else None
+    if other is not None:
+        option = "data.format tsv (or data.separator '\\t')" if other == "\t" else f"data.separator {other!r}"
+        raise DataError(
+            f"{lines.path}: line 1 {shorten(first)!r} holds no {lines.separator!r} but {first.count(other)} "
+            f"{other!r}: the file seems separated by {other!r}, not {lines.separator!r}; set {option}"
+        )
+    if not config.has_header:
+        return
     if first is None or not _looks_like_data(first, lines.separator):
         return  # a header with other names: _check_columns lists them
     missing = next(name for name in wanted if name not in existing)
@@ -350,6 +360,19 @@ def _check_header(existing: list[str], config: DataConfig, lines: TextLines) -> 
         f"file seems to have no header line. Add one naming the columns ({named}), or set "
         "data.has_header to false and name the columns by position (column_1, column_2, ...)"
     )
+
+
+# Separators a delimited file is commonly written with (a spreadsheet's CSV in many locales uses ';').
+COMMON_SEPARATORS = (",", "\t", ";", "|")
+
+
+def _other_separator(line: str, separator: str) -> str | None:
+    """The common separator that ``line`` holds most often, when it holds none of ``separator``."""
+    if separator in line:
+        return None
+    counts = {sep: line.count(sep) for sep in COMMON_SEPARATORS if sep != separator}
+    best = max(counts, key=counts.__getitem__)
+    return best if counts[best] else None
 
 
 def _first_line(lines: TextLines) -> str | None:

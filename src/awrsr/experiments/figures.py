@@ -158,10 +158,12 @@ class AttentionCase:
 
 def attention_case(
     run_dir: Path, user: int | None = None, last: int = 15, data_path: str | None = None, seed_label: str | None = None,
+    user_id: str | None = None,
 ) -> AttentionCase:
     """Load ``run_dir``'s model and its data (checked as ``awrsr evaluate`` checks it) and pick
-    the test user: ``user`` (0-based test-user index) or the first with ``last``+ items.
-    ``seed_label`` (a comparison's run, "seed-42") is named in the title."""
+    the test user: ``user`` (0-based test-user index), ``user_id`` (the user's original id, as
+    text), or the first with ``last``+ items. ``seed_label`` (a comparison's run, "seed-42") is
+    named in the title."""
     from awrsr.data import leave_one_out
     from awrsr.infer import load_artifact
     from awrsr.workflows import load_run_data
@@ -169,7 +171,10 @@ def attention_case(
     artifact = load_artifact(run_dir)
     dataset = load_run_data(artifact, data_path)
     cases = leave_one_out(dataset).test
-    index = _pick_user(cases.history.lengths, user, last)
+    index = (
+        _pick_user_id(dataset.user_ids, cases.users, user_id) if user_id is not None
+        else _pick_user(cases.history.lengths, user, last)
+    )
     max_len = artifact.model_config.max_len
     inputs = torch.from_numpy(cases.history.select(np.array([index])).to_padded(max_len))
     k = min(last, int(cases.history.lengths[index]), max_len)
@@ -185,9 +190,25 @@ def _pick_user(lengths: np.ndarray, user: int | None, last: int) -> int:
     if not 0 <= user < len(lengths):
         raise ConfigError(
             f"--user {user} is out of range: it is a 0-based index into the run's {len(lengths):,} test users "
-            f"(users with 3+ interactions), so 0..{len(lengths) - 1}; it is not an original user id"
+            f"(users with 3+ interactions), so 0..{len(lengths) - 1}; it is not an original user id "
+            "(--user_id takes one)"
         )
     return user
+
+
+def _pick_user_id(user_ids: list, test_users: np.ndarray, user_id: str) -> int:
+    """The test-case index of the user whose original id reads ``user_id``."""
+    wanted = str(user_id).strip()
+    matches = [u for u, original in enumerate(user_ids) if str(original) == wanted]
+    if not matches:
+        examples = ", ".join(str(x) for x in user_ids[:3])
+        raise ConfigError(f"--user_id {wanted!r}: no such user in the run's data (its user ids read like {examples})")
+    found = np.flatnonzero(test_users == matches[0])
+    if not len(found):
+        raise ConfigError(
+            f"--user_id {wanted!r} has fewer than the 3 interactions leave-one-out needs, so the run has no test case for it"
+        )
+    return int(found[0])
 
 
 def attention_panels(weights: Sequence[AttentionWeights]) -> list[list[tuple[str, torch.Tensor]]]:
@@ -230,17 +251,20 @@ def plot_attention(case: AttentionCase, out: Path) -> Path:
 
 def draw_figures(
     directory: str | Path, output_dir: str | Path | None = None, user: int | None = None,
-    data_path: str | None = None,
+    data_path: str | None = None, user_id: str | None = None,
 ) -> list[Path]:
     """All figures for a run directory, or for a ``compare`` directory (variant/seed-*/ runs, in
     the comparison's order, base first): every finished seed of each variant in the curves and
     NDCG@N (their mean, with a band from lowest to highest), and the first finished seed's
     attention, named in the figure's title.
 
-    ``user`` is a 0-based index into each run's test users; ``data_path`` replaces the stored data
+    ``user`` is a 0-based index into each run's test users, ``user_id`` an original user id (give
+    at most one); ``data_path`` replaces the stored data
     path (needed for a run trained from a data frame). Everything is checked before any file or
     directory is written.
     """
+    if user is not None and user_id is not None:
+        raise ConfigError("give --user (a test-user index) or --user_id (an original user id), not both")
     directory = user_path(directory)
     out = output_directory(output_dir, needs="the figures need a directory") if output_dir else directory / "figures"
     runs = _runs_to_draw(directory, out)
@@ -249,7 +273,9 @@ def draw_figures(
     # or unpacked from benchmarks/results/run-records) has no model to show attention from; its
     # curves and NDCG@N are still drawn.
     cases = {
-        label: attention_case(seeds[0], user, data_path=data_path, seed_label=None if single else seeds[0].name)
+        label: attention_case(
+            seeds[0], user, data_path=data_path, seed_label=None if single else seeds[0].name, user_id=user_id,
+        )
         for label, seeds in runs.items() if not missing_artifact_files(seeds[0])
     }
     # NDCG@N needs each seed's test ranks: stored, or computed again from its model; a seed with

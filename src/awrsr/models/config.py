@@ -136,3 +136,14 @@ class ModelConfig:
     @property
     def effective_inner_size(self) -> int:
         return self.hidden_size if self.inner_size is None else self.inner_size
+
+    @property
+    def label(self) -> str:
+        """The model's parts in a few words, for titles: ``sasrec, dot attention, refined by simp``."""
+        attention = f"{self.attention} attention" + (" (lite)" if self.ac_lite else "")
+        if self.refine == "none":
+            refinement = "no refinement"
+        else:
+            blocks = "" if self.refine_blocks is None else f" in block(s) {', '.join(map(str, self.refine_blocks))}"
+            refinement = f"refined by {self.refine}{blocks}"
+        return f"{self.name}, {attention}, {refinement}"
