@@ -34,7 +34,8 @@ from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
 from awrsr.files import output_directory, read_text, user_path
 from awrsr.infer.artifact import (
-    CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
+    CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, collection_kind, load_artifact,
+    recorded_data_file,
     save_artifact, write_metrics,
 )
 from awrsr.models import ModelConfig, PopularityModel, build_model
@@ -205,6 +206,7 @@ def fit(
         raise ConfigError(f"fit: give data.path ({data.path}) or a frame, not both")
     run_dir = output_directory(output_dir, needs="a run needs a directory")
     check_data_outside_run(data, run_dir)  # even with overwrite: the data must survive the run
+    refuse_collection(run_dir)
     if not resume and not overwrite:
         refuse_foreign_files(run_dir)  # before the lock, which would leave its file in the user's folder
     created = first_missing_folder(run_dir)
@@ -248,6 +250,14 @@ def refuse_to_replace(run_dir: Path) -> None:
         f"{run_dir} holds {held}; choose another output_dir, or pass --overwrite true (overwrite=True in Python) "
         "to delete it and start afresh"
     )
+
+
+def refuse_collection(run_dir: Path) -> None:
+    """An ArtifactError if ``run_dir`` is a tune's or a comparison's output directory: a run
+    written beside their runs would pass for one of them, or hide them from ``plot`` and ``compare``."""
+    kind = collection_kind(run_dir) if run_dir.is_dir() else None
+    if kind is not None:
+        raise ArtifactError(f"{run_dir} is {kind}; a run cannot be written into it: choose another output_dir")
 
 
 def refuse_foreign_files(run_dir: Path) -> None:

@@ -56,6 +56,22 @@ def test_files_awrsr_did_not_write_are_never_replaced(tmp_path):
     assert sorted(p.name for p in run_dir.iterdir()) == ["config.yaml"]
 
 
+@pytest.mark.parametrize(("layout", "kind"), [
+    ("none/seed-42", "a comparison output directory"), ("trial-0001", "a tune output directory"),
+    ("a/b", "a directory of runs"),
+])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_tune_or_comparison_directory_is_never_a_runs_output_dir(trained_run, tmp_path, layout, kind, overwrite):
+    collection = tmp_path / "compare"
+    shutil.copytree(trained_run.run_dir, collection / layout)
+    with pytest.raises(ArtifactError, match=f"compare is {kind}.*; a run cannot be written into it: choose another output_dir"):
+        fit(**tiny_run_config(collection, max_epochs=1), console=QUIET, overwrite=overwrite)
+    assert sorted(p.name for p in collection.iterdir()) == [layout.split("/")[0]]  # nothing written beside its runs
+    # its runs are runs all the same: one of them can be continued or replaced
+    again = fit(**tiny_run_config(collection / layout, max_epochs=1), console=QUIET, overwrite=True)
+    assert again.metrics["selection"]["epochs_trained"] == 1
+
+
 def test_the_training_data_is_never_a_file_the_run_writes(tmp_path):
     from awrsr.data import DataConfig
 

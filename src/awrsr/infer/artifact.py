@@ -216,20 +216,25 @@ def is_seed_run(run: Path, directory: Path) -> bool:
     return run.parent != directory and run.name.startswith("seed-")
 
 
+def collection_kind(directory: Path) -> str | None:
+    """What kind of collection of runs ``directory`` is (a tune's, a comparison's output, or
+    runs side by side), or None if it holds no runs."""
+    runs = runs_inside(directory)
+    if (directory / "trials.csv").is_file() or (runs and runs[0].name.startswith("trial-")):
+        return "a tune output directory (one run per trial-*)"
+    if (directory / "runs.csv").is_file() or (runs and all(is_seed_run(run, directory) for run in runs)):
+        return "a comparison output directory (one run per <variant>/seed-N)"
+    return "a directory of runs" if runs else None
+
+
 def collection_error(directory: Path) -> ArtifactError | None:
     """The error for a ``compare`` or ``tune`` output directory given where one run is expected,
     naming runs inside to pick from; None if ``directory`` holds no runs."""
     runs = runs_inside(directory)
     if not runs:
         return None
-    if (directory / "trials.csv").is_file() or runs[0].name.startswith("trial-"):
-        kind = "a tune output directory (one run per trial-*)"
-    elif (directory / "runs.csv").is_file() or all(is_seed_run(run, directory) for run in runs):
-        kind = "a comparison output directory (one run per <variant>/seed-N)"
-    else:
-        kind = "a directory of runs"
     examples = " or ".join(str(run) for run in runs[:2])
-    return ArtifactError(f"{directory}: {kind}, not a single run; pick one of its runs, e.g. {examples}")
+    return ArtifactError(f"{directory}: {collection_kind(directory)}, not a single run; pick one of its runs, e.g. {examples}")
 
 
 def check_state_matches(model: nn.Module, state: dict, source: Path) -> None:
