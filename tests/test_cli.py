@@ -48,6 +48,23 @@ def test_evaluate_prints_the_metrics_table(trained_run, capsys):
     assert code == 2 and "--num_threads must be >= 1" in err
 
 
+@pytest.mark.parametrize("command", [["recommend", "--history", "1,2"], ["plot"], ["serve", "--port", "0"]])
+def test_every_command_that_runs_the_model_takes_num_threads(trained_run, capsys, command, tmp_path):
+    import torch
+
+    name, *options = command
+    code, _, err = run_cli(capsys, name, str(trained_run.run_dir), *options, "--num_threads", "0")
+    assert code == 2 and "--num_threads must be >= 1" in err, err
+    if name != "recommend":
+        return
+    threads = torch.get_num_threads()
+    try:
+        code, out, err = run_cli(capsys, name, str(trained_run.run_dir), *options, "--num_threads", "1")
+        assert code == 0 and "top 10 after 2 item(s)" in out and torch.get_num_threads() == 1, err
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_evaluate_by_history_length_partitions_the_users(trained_run, capsys):
     import re
 

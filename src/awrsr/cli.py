@@ -80,14 +80,19 @@ def evaluate(
     """
     from awrsr import workflows
 
-    if num_threads is not None:
-        if num_threads < 1:
-            raise AwrsrError(f"--num_threads must be >= 1, got {num_threads}")
-        import torch
-
-        torch.set_num_threads(num_threads)
-
+    _set_num_threads(num_threads)
     workflows.evaluate(artifact, data_path=data_path, split=split, filter_seen=filter_seen, by_length=by_length)
+
+
+def _set_num_threads(num_threads: Optional[int]) -> None:
+    """--num_threads: torch's CPU threads for this command (None leaves torch's default, every core)."""
+    if num_threads is None:
+        return
+    if num_threads < 1:
+        raise AwrsrError(f"--num_threads must be >= 1, got {num_threads}")
+    import torch
+
+    torch.set_num_threads(num_threads)
 
 
 def _id_list(text: str, option: str) -> list[str]:
@@ -122,6 +127,7 @@ def recommend(
     separator: Optional[str] = None,
     has_header: Optional[bool] = None,
     batch_size: Optional[int] = None,
+    num_threads: Optional[int] = None,
 ) -> None:
     """Top-k next items for a history of original item ids, oldest first, or for every user of a log.
 
@@ -149,6 +155,7 @@ def recommend(
         separator: the log's csv/tsv separator (default: as the model was trained; "" for the format's own).
         has_header: whether the log's first line names its columns (default: as the model was trained).
         batch_size: users scored at once with --input (default 1024).
+        num_threads: CPU threads for torch (default: torch's, every core), e.g. 1 beside other jobs.
     """
     from rich.console import Console
     from rich.table import Table
@@ -156,6 +163,7 @@ def recommend(
     from awrsr.infer import Recommender
 
     items, excluded = _id_list(history, "--history"), _id_list(exclude, "--exclude")
+    _set_num_threads(num_threads)
     reading = dict(
         format=input_format, user_col=user_col, item_col=item_col, time_col=time_col, separator=separator,
         has_header=has_header,
@@ -234,7 +242,9 @@ def _recommend_log(
         )
 
 
-def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu") -> None:
+def serve(
+    artifact: str, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu", num_threads: Optional[int] = None,
+) -> None:
     """Serve a saved model's recommendations over HTTP (JSON; the API is at /docs).
 
     Needs the serve extra: pip install 'awrsr[serve]'.
@@ -244,8 +254,11 @@ def serve(artifact: str, host: str = "127.0.0.1", port: int = 8000, device: str 
         host: the address to listen on (0.0.0.0 for every interface).
         port: the TCP port.
         device: where to score: cpu, cuda, cuda:N, mps, or auto (CUDA, else MPS, else the CPU).
+        num_threads: CPU threads for torch (default: torch's, every core), e.g. 1 beside other jobs.
     """
     from awrsr.infer.server import create_app, listening_socket
+
+    _set_num_threads(num_threads)
 
     if not 0 <= port <= 65535:
         raise AwrsrError(f"--port must be in 0..65535, got {port}")
@@ -347,7 +360,7 @@ def compare(
 
 def plot(
     directory: str, output_dir: Optional[str] = None, user: Optional[int] = None, data_path: Optional[str] = None,
-    user_id: Optional[str] = None,
+    user_id: Optional[str] = None, num_threads: Optional[int] = None,
 ) -> None:
     """Draw the paper's figures from a run directory or a compare directory.
 
@@ -363,8 +376,11 @@ def plot(
         data_path: the data file, if it moved since training or the run was trained from a data
             frame (it must be the same data).
         user_id: the attention heatmap's user by original user id instead (one with 3+ interactions).
+        num_threads: CPU threads for torch (default: torch's, every core), e.g. 1 beside other jobs.
     """
     from awrsr.experiments.figures import draw_figures
+
+    _set_num_threads(num_threads)
 
     for path in draw_figures(directory, output_dir, user, data_path=data_path, user_id=user_id):
         print(path)
