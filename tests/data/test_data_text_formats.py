@@ -62,6 +62,21 @@ def test_header_line_gets_a_hint(tmp_path):
         read_interactions(path, DataConfig())
 
 
+@pytest.mark.parametrize(("text", "hint"), [
+    ("1::13::4::978300000\n", "(GroupLens's '::'-separated ratings? set data.format to movielens)"),
+    ("1 2\n2::13::4::978300000\n", "set data.format to movielens)"),
+    ("1,10,5\n1,11,6\n", "(comma-separated? set data.format to csv)"),
+    ("user,item\n1,2\n", "(comma-separated? set data.format to csv)"),
+    ("1 2\n1 x\n", "in '1 x'"),  # no other format in sight: no hint
+])
+def test_a_file_in_another_format_gets_that_formats_hint(tmp_path, text, hint):
+    path = write(tmp_path, "data.txt", text)
+    with pytest.raises(DataError) as err:
+        read_interactions(path, DataConfig(format="whitespace"))
+    message = str(err.value)
+    assert "ids must be integers" in message and message.endswith(hint), message
+
+
 def test_long_bad_line_is_trimmed(tmp_path):
     path = write(tmp_path, "long.txt", "1 1\n1 " + " ".join(["2"] * 100) + " oops\n")
     with pytest.raises(DataError) as err:

@@ -87,9 +87,19 @@ def _whitespace_error(path: Path, lineno: int, text: str, tokens: list[str], fir
     token = next((t for t in tokens if not _is_int(t)), None)
     if token is None:  # _is_int and polars disagree: still a one-line error naming the line
         raise DataError(f"{where}: cannot read {shorten(text)!r} as integer ids 'user item ...'")
-    header = first_line and not any(map(_is_int, tokens))
-    hint = " (a header line? set data.format to csv or tsv for files with named columns)" if header else ""
+    hint = _format_hint(text, tokens, first_line)
     raise DataError(f"{where}: ids must be integers, got {shorten(token, 30)!r} in {shorten(text)!r}{hint}")
+
+
+def _format_hint(text: str, tokens: list[str], first_line: bool) -> str:
+    """Which other format a line that is no ``user item ...`` line seems to be written in."""
+    if "::" in text:
+        return " (GroupLens's '::'-separated ratings? set data.format to movielens)"
+    if len(tokens) == 1 and "," in text:
+        return " (comma-separated? set data.format to csv)"
+    if first_line and not any(map(_is_int, tokens)):
+        return " (a header line? set data.format to csv or tsv for files with named columns)"
+    return ""
 
 
 def _check_not_a_table(path: Path, lines: pl.DataFrame) -> None:
