@@ -1,5 +1,5 @@
 # Ad-hoc (session 21): where five eager STOSA training steps on Beauty spend their time (one thread).
-import sys, torch
+import torch
 from torch.profiler import profile, ProfilerActivity
 from awrsr.data import DataConfig, load_sequence_data
 from awrsr.data.split import leave_one_out

@@ -141,7 +141,7 @@ def test_evaluate_finds_relative_data_from_elsewhere_and_names_its_option_when_i
 
 def test_a_recorded_absolute_path_to_other_data_is_refused(tmp_path, monkeypatch):
     """The fallback to the recorded absolute path keeps the fingerprint check."""
-    from awrsr.errors import ArtifactError, ConfigError
+    from awrsr.errors import ArtifactError
     from awrsr.workflows import evaluate
 
     work = tmp_path / "work"

@@ -139,7 +139,8 @@ def run_or_reuse(
     prints validation metrics only (tune). A run that fails before writing anything leaves none
     of the folders this call made for it. ``fingerprints`` checks a finished run's data (see
     ``finished_run``)."""
-    from awrsr.workflows import discard_unwritten_run, first_missing_folder, fit, run_lock
+    from awrsr.run_directory import discard_unwritten_run, first_missing_folder, run_lock
+    from awrsr.workflows import fit
 
     resolved, metrics = finished_run(config, options, run_dir, fingerprints)
     if metrics is not None:
@@ -169,7 +170,7 @@ def run_or_reuse(
 
 def run_status(run_dir: Path) -> str:
     """Where an unfinished run stands: being trained by some process, interrupted, or not begun."""
-    from awrsr.workflows import RUN_LOCK_FILE, run_lock
+    from awrsr.run_directory import RUN_LOCK_FILE, run_lock
 
     if (run_dir / RUN_LOCK_FILE).is_file():
         try:
