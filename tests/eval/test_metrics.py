@@ -99,6 +99,20 @@ def test_evaluator_matches_a_brute_force_loop(repeats):
         assert got[u].item() == expected, u
 
 
+def test_the_evaluator_gives_the_model_each_users_last_max_len_items_left_padded():
+    rows = [[1, 2], [3], [2, 4, 5], [1, 2, 3, 4, 5, 6]]
+    cases = EvalCases(users=np.arange(4), history=Sequences.from_lists(rows), targets=np.array([3, 1, 6, 2]))
+    windows = []
+
+    class Recording:
+        def score_next(self, input_ids):
+            windows.extend(input_ids.tolist())
+            return torch.zeros(len(input_ids), 6)
+
+    FullRankingEvaluator(cases, max_len=4, batch_size=3).ranks(Recording())
+    assert sorted(windows) == sorted([[0, 0, 1, 2], [0, 0, 0, 3], [0, 2, 4, 5], [3, 4, 5, 6]])
+
+
 def test_a_rank_equal_to_k_counts_as_a_hit():
     # ranks 5 and 6 at k = 5: one hit; its gain 1 / log2(5 + 1), averaged over two users
     metrics = ranking_metrics(torch.tensor([5, 6]), [5])

@@ -31,6 +31,16 @@ def test_parec_weights_are_the_masked_softmax_of_its_matrix():
     assert torch.equal(weights[0].base[0, 0, 5, :3], torch.zeros(3))
 
 
+def test_parec_scales_each_heads_matrix_by_the_model_width_not_the_head_width():
+    """The paper's softmax(R / sqrt(d)): with 2 heads of d_h = 4, d = 8 still (sqrt(4) would differ)."""
+    model = _tiny("positional", num_heads=2)
+    relation = model.blocks[0].attention.relation.detach()
+    _, weights = model.encode(torch.tensor([[0, 0, 0, 4, 5, 6]]), need_weights=True)
+    for head in range(2):
+        row = torch.softmax(relation[head, 5, 3:] / math.sqrt(8), dim=0)
+        assert torch.allclose(weights[0].base[0, head, 5, 3:], row, atol=1e-6)
+
+
 def test_fparec_factorises_the_matrix_with_2kn_parameters_per_layer():
     parec, fparec = _tiny("positional"), _tiny("positional", positional_rank=2)
     attention = fparec.blocks[0].attention

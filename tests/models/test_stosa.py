@@ -1,5 +1,7 @@
 """STOSA: the Wasserstein identity, distance-based ranking, both streams updated, its loss."""
 
+import math
+
 import pytest
 import torch
 from rich.console import Console
@@ -85,18 +87,28 @@ def test_stosa_loss_by_hand():
     targets = torch.tensor([[0, 0, 4, 5, 6, 7, 8, 9]])
     hidden = model(ids)
     torch.manual_seed(3)
-    got = LOSSES.get("stosa")(model, hidden, targets, num_negatives=2, pvn_weight=0.5)
+    got = LOSSES.get("stosa")(model, hidden, targets, num_negatives=4, pvn_weight=0.5)
     torch.manual_seed(3)
     real = targets > 0
     h, pos = hidden[real], targets[real]
-    neg = torch.randint(1, 16, (pos.shape[0], 2))
+    neg = torch.randint(1, 16, (pos.shape[0], 4))
     d_pos = ((h - model.item_vectors(pos)) ** 2).sum(-1)
     d_neg = ((h[:, None] - model.item_vectors(neg)) ** 2).sum(-1)
     d_pn = ((model.item_vectors(pos)[:, None] - model.item_vectors(neg)) ** 2).sum(-1)
     keep = (neg != pos[:, None]).float()
+    assert 0 < keep.sum() < keep.numel()  # the seed exercises the collision mask
     bpr = (-torch.log(torch.sigmoid(d_neg - d_pos[:, None])) * keep).sum(1).mean()
     pvn = ((d_pos[:, None] - d_pn).clamp_min(0) * keep).sum(1).mean()
     assert torch.allclose(got, bpr + 0.5 * pvn, atol=1e-5)
+
+
+def test_a_negative_equal_to_its_positive_adds_nothing_to_stosas_loss():
+    """With one item every negative is the positive: both terms are masked, so the loss is 0
+    (unmasked, BPR alone would be 4 ln 2 per position)."""
+    model = build_model(ModelConfig(name="stosa", attention="wasserstein", max_len=4, hidden_size=4, dropout=0.0), num_items=1)
+    hidden = model(torch.tensor([[0, 1, 1, 1]]))
+    loss = LOSSES.get("stosa")(model, hidden, torch.tensor([[0, 1, 1, 1]]), num_negatives=4, pvn_weight=0.5)
+    assert loss.item() == 0.0
 
 
 def test_stosa_with_m_stoc_fits_beats_popularity_and_recommends(tmp_path):
@@ -127,25 +139,60 @@ def test_stosa_loss_needs_a_stochastic_model(tmp_path):
         fit(**cfg, console=Console(quiet=True))
 
 
-def test_wasserstein_attention_by_its_definition():
-    """A = masked-softmax(-W2^2(q, k) / sqrt(d_h)); the mean stream multiplies A into the values,
-    the covariance stream A * A (STOSA's eq. for the covariance path)."""
-    from awrsr.nn.attention.wasserstein import WassersteinAttention
+class FixedRefinement(torch.nn.Module):
+    """A stand-in refinement: B = the causal running mean, whatever A is (B differs from A)."""
+
+    def forward(self, base, mask):
+        r = torch.tensor([[1.0, 0.0, 0.0], [1 / 2, 1 / 2, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+        return r.expand_as(base)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_wasserstein_attention_by_its_definition(training, monkeypatch):
+    """Per head, A = masked-softmax(-W2^2(q, k) / sqrt(d_h)); the mean stream multiplies the
+    refined weights B into its values, the covariance stream B * B (STOSA's covariance path), and
+    attention dropout's mask D / (1 - p) falls once on each: D * B and D * B * B."""
+    import awrsr.nn.attention.wasserstein as wasserstein
     from awrsr.nn.masks import AttentionMask, masked_softmax
-    from awrsr.nn.refine.none import NoRefinement
 
     torch.manual_seed(1)
-    attention = WassersteinAttention(hidden_size=4, num_heads=1, attn_dropout=0.0, refinement=NoRefinement()).eval()
-    x = torch.randn(1, 3, 8)  # mean and covariance streams, 4 features each
+    p, keep = 0.5, torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    monkeypatch.setattr(wasserstein, "dropout", lambda w, rate, train: w * keep / (1 - rate) if train and rate else w)
+    attention = wasserstein.WassersteinAttention(
+        hidden_size=8, num_heads=2, attn_dropout=p, refinement=FixedRefinement(),
+    ).train(training)
+    x = torch.randn(1, 3, 16)  # mean and covariance streams, 8 features each: 2 heads of d_h = 4
     mask = AttentionMask.build(torch.tensor([[2, 3, 4]]), causal=True)
     out, weights = attention(x, mask, need_weights=True)
+
     mean, cov = x.chunk(2, -1)
-    q_mean, k_mean, _ = attention.mean_qkv(mean).chunk(3, -1)
-    q_cov, k_cov, v_cov = (positive(t) for t in attention.cov_qkv(cov).chunk(3, -1))
-    distances = squared_w2(q_mean[0, :, None], q_cov[0, :, None], k_mean[0, None], k_cov[0, None])  # (3, 3)
-    expected = masked_softmax(-distances / 2.0, mask.allowed[0, 0])  # sqrt(d_h) = 2
-    assert torch.allclose(weights.base[0, 0], expected, atol=1e-5)
-    assert torch.allclose(out[0, :, 4:], attention.cov_output((expected * expected) @ v_cov[0]), atol=1e-5)
+    q_mean, k_mean, v_mean = attention.mean_qkv(mean)[0].chunk(3, -1)  # (3, 8) each, heads side by side
+    q_cov, k_cov, v_cov = (positive(t) for t in attention.cov_qkv(cov)[0].chunk(3, -1))
+    b = FixedRefinement()(torch.zeros(3, 3), None)
+    d = keep / (1 - p) if training else torch.ones(3, 3)
+    mean_heads, cov_heads = [], []
+    for head in range(2):
+        h = slice(4 * head, 4 * head + 4)
+        distances = squared_w2(q_mean[:, None, h], q_cov[:, None, h], k_mean[None, :, h], k_cov[None, :, h])
+        expected = masked_softmax(-distances / 2.0, mask.allowed[0, 0])  # sqrt(d_h) = 2, not sqrt(8)
+        assert torch.allclose(weights.base[0, head], expected, atol=1e-5)
+        assert torch.equal(weights.refined[0, head], b)
+        mean_heads.append((d * b) @ v_mean[:, h])
+        cov_heads.append((d * b * b) @ v_cov[:, h])
+    assert torch.allclose(out[0, :, :8], attention.mean_output(torch.cat(mean_heads, -1)), atol=1e-5)
+    assert torch.allclose(out[0, :, 8:], attention.cov_output(torch.cat(cov_heads, -1)), atol=1e-5)
+
+
+def test_the_output_distribution_is_mean_and_the_square_root_of_its_covariance():
+    """z = [mu, sqrt(Sigma)] with Sigma = ELU(x) + 1, so that ||z - z_v||^2 is W2^2: ELU(0) + 1 = 1
+    and ELU(3) + 1 = 4 give 1 and 2, ELU(-2) + 1 = e^-2 gives e^-1."""
+    model = tiny_stosa()
+    model.final_norm = torch.nn.Identity()
+    mean = torch.arange(8.0) - 3.0
+    cov = torch.tensor([0.0, 3.0, 0.0, 3.0, 0.0, 3.0, -2.0, 3.0])
+    z = model.finalize(torch.cat([mean, cov])[None, None])[0, 0]
+    assert torch.equal(z[:8], mean)
+    assert torch.allclose(z[8:], torch.tensor([1.0, 2.0, 1.0, 2.0, 1.0, 2.0, math.exp(-1.0), 2.0]))  # ELU(-2) + 1 = e^-2
 
 
 def test_m_stoc_by_hand_with_identity_matrices():
@@ -159,5 +206,24 @@ def test_m_stoc_by_hand_with_identity_matrices():
     base = masked_softmax(torch.randn(1, 1, 4, 4), mask.allowed)
     refinement = StochasticRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0)
     z = torch.cat([base, (base + 1).sqrt()], -1)
+    distances = ((z[..., :, None, :] - z[..., None, :, :]) ** 2).sum(-1)
+    assert torch.allclose(refinement(base, mask), masked_softmax(-distances / 4, mask.allowed), atol=1e-6)
+
+
+def test_m_stoc_projects_the_covariance_with_its_own_matrix():
+    """Mean matrix I, covariance matrix 2I: covariance = ELU(2A) + 1 = 2A + 1, so each row is
+    [A_k, sqrt(2 A_k + 1)] (the mean matrix in both places would give sqrt(A_k + 1))."""
+    from awrsr.nn.masks import AttentionMask, masked_softmax
+    from awrsr.nn.refine.stoc import StochasticRefinement
+
+    torch.manual_seed(0)
+    mask = AttentionMask.build(torch.tensor([[0, 3, 4, 5]]), causal=True)
+    base = masked_softmax(torch.randn(1, 1, 4, 4), mask.allowed)
+    refinement = StochasticRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0)
+    matrices = {name: p for name, p in refinement.named_parameters()}
+    assert set(matrices) == {"mean", "cov"}, set(matrices)
+    with torch.no_grad():
+        matrices["cov"].mul_(2.0)
+    z = torch.cat([base, (2 * base + 1).sqrt()], -1)
     distances = ((z[..., :, None, :] - z[..., None, :, :]) ** 2).sum(-1)
     assert torch.allclose(refinement(base, mask), masked_softmax(-distances / 4, mask.allowed), atol=1e-6)

@@ -46,10 +46,17 @@ def test_losses_ignore_padded_positions(loss):
     assert torch.allclose(a, b)
 
 
-def test_full_cross_entropy_matches_reference_on_real_positions():
-    model, (hidden, targets) = DotModel(6), _batch()
+class DistanceModel(DotModel):
+    """Scores by every item (``score_all``) and no item table: ce's path for STOSA-like models."""
+
+    item_weights = None
+
+
+@pytest.mark.parametrize("model_type", [DotModel, DistanceModel])
+def test_full_cross_entropy_matches_reference_on_real_positions(model_type):
+    model, (hidden, targets) = model_type(6), _batch()
     real = targets > 0
-    expected = F.cross_entropy(hidden[real] @ model.table[1:].T, targets[real] - 1)
+    expected = F.cross_entropy(hidden[real] @ model.table[1:].T, targets[real] - 1)  # column j is item j + 1
     assert torch.allclose(LOSSES.get("ce")(model, hidden, targets), expected)
 
 

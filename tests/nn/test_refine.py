@@ -105,6 +105,14 @@ def test_matrices_are_shared_by_heads_unless_per_head():
     assert scale_n.scale == pytest.approx(1 / 5)
 
 
+@pytest.mark.parametrize("refine", [name for name in REFINEMENTS.names() if name != "none"])
+def test_a_built_refinement_scales_by_the_head_width(refine):
+    """1/sqrt(d_h) with d_h = hidden_size / num_heads = 16 / 4 = 4 (1/sqrt(16) would be the model's width)."""
+    backbone = dict(name="stosa", attention="wasserstein") if refine == "stoc" else {}
+    model = build_model(ModelConfig(max_len=5, hidden_size=16, num_heads=4, refine=refine, **backbone), num_items=10)
+    assert model.blocks[0].attention.refinement.scale == pytest.approx(1 / 2)
+
+
 def test_only_the_chosen_blocks_are_refined():
     model = build_model(ModelConfig(max_len=6, num_blocks=3, refine="simp", refine_blocks=[1]), 10)
     kinds = [type(b.attention.refinement).__name__ for b in model.blocks]
