@@ -36,6 +36,7 @@ def test_any_change_to_the_processed_data_changes_the_fingerprint():
         small_frame(user_id=pl.Series([1, 1, 1, 7, 7, 7])),  # a user id
         small_frame(item_id=pl.Series([1, 2, 4, 4, 2, 1])),  # an item id, same index structure
         small_frame(item_id=pl.Series(["1", "2", "3", "3", "2", "1"])),  # id type
+        small_frame(user_id=pl.Series([1, 1, 2, 2, 2, 2])),  # where one user ends: same items, same ids
     ]
     hashes = {load_sequence_data(loose(), frame=f).fingerprint.sha256 for f in variants}
     assert base not in hashes and len(hashes) == len(variants)

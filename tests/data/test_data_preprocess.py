@@ -82,6 +82,14 @@ def test_kcore_rounds_count_simultaneous_passes():
     assert kept["user"].to_list() == [1, 1, 1, 2, 2, 2]
 
 
+def test_duplicates_are_dropped_before_the_kcore_counts():
+    """User 1's [1, 1, 2] is 2 distinct interactions under duplicates=first: below a 3-core, so
+    the user goes (counted before dropping, 3 would keep it)."""
+    data = load(frame_of({1: [1, 1, 2], 2: [1, 2, 3]}), duplicates="first", min_user_interactions=3)
+    assert decoded(data) == {2: [1, 2, 3]}
+    assert data.stats.duplicates_removed == 1 and data.stats.removed_users == 1
+
+
 def test_kcore_disabled_and_already_satisfied():
     data = load(frame_of(KCORE_INPUT), min_user_interactions=1, min_item_interactions=0)
     assert data.stats.kcore == "no k-core filtering" and data.sequences.lengths.sum() == 9

@@ -50,6 +50,13 @@ def test_mean_and_std_cover_all_of_a_variants_runs_improvement_only_the_shared_s
     assert math.isnan(cell.p_value)
 
 
+def test_one_pair_is_written_without_a_p_value(tmp_path):
+    records = [rec("none", 1, 0.10), rec("none", 2, 0.20), rec("add", 2, 0.30), rec("add", 3, 0.50)]
+    write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine")
+    md = (tmp_path / "table.md").read_text()
+    assert "| add | 0.4000 ± 0.1414 (+50.00%, p=n/a)" in md and "nan" not in md.lower(), md
+
+
 def test_table_csv_columns_hold_what_their_headers_say(tmp_path):
     table = tabulate(PARTIAL, base="none")
     write_outputs(PARTIAL, table, tmp_path, "model.refine")

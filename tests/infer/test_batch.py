@@ -318,3 +318,10 @@ def test_arguments_of_the_wrong_kind_are_clear_errors(recommender, log_file):
         recommend_log(recommender, log_file, data, exclude_seen="no")
     with pytest.raises(TypeError, match="data must be a DataConfig"):
         recommend_log(recommender, log_file, None)
+
+
+@pytest.mark.parametrize(("policy", "expected"), [("keep", [[1, 1, 2, 1]]), ("consecutive", [[1, 2, 1]]), ("first", [[1, 2]])])
+def test_a_log_is_read_with_the_training_duplicates_policy(policy, expected):
+    log = pl.DataFrame({"user_id": ["u"] * 4, "item_id": [3, 3, 7, 3]})
+    read = read_user_histories(log, DataConfig(duplicates=policy), Vocabulary([3, 7]))
+    assert read.histories.to_lists() == expected

@@ -30,6 +30,29 @@ def test_cloze_masks_only_real_items_and_scores_only_masked_ones():
     assert abs(rate - 0.3) < 0.03
 
 
+def test_the_last_slot_is_masked_at_its_own_rate_and_always_when_alone():
+    """A row of 6 real items gets its last masked by chance (0.3) or because nothing else was
+    (0.7 * 0.7^5): 0.3 + 0.7^6 = 0.4176; a row with one real item always."""
+    model = _bert()
+    sequences = torch.tensor([[1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 9]]).repeat(5_000, 1)
+    torch.manual_seed(2)
+    inputs, _ = model.training_example(torch.nn.functional.pad(sequences, (1, 0)))
+    masked_last = inputs[:, -1] == model.mask_id
+    assert abs(masked_last[0::2].float().mean().item() - (0.3 + 0.7**6)) < 0.02  # std 0.007
+    assert masked_last[1::2].all()
+
+
+def test_mask_is_a_token_of_its_own_after_every_item():
+    model = _bert()  # 10 items: 0 is padding, 1..10 items, 11 [mask]
+    assert model.mask_id == 11 and model.embedding.items.num_embeddings == 12
+    sequences = torch.tensor([[10, 10, 10, 10, 10, 10]]).repeat(200, 1)
+    torch.manual_seed(3)
+    inputs, targets = model.training_example(torch.nn.functional.pad(sequences, (1, 0)))
+    masked = inputs == model.mask_id
+    assert masked.any() and not masked.all()
+    assert (inputs[~masked] == 10).all() and (targets[masked] == 10).all()  # item 10 is never taken for [mask]
+
+
 def test_attention_is_bidirectional():
     model = _bert().eval()
     ids = torch.tensor([[1, 2, 3, 4, 5, 6]])

@@ -347,6 +347,25 @@ def test_adversarial_step_updates_each_network_with_its_own_objective():
         expected = adversary[k] if k in perturbation else recommender[k]
         assert k in grads and torch.allclose(grads[k], expected, atol=1e-6, rtol=1e-4), k
     assert float(trainer.callback_metrics["train/loss"]) == pytest.approx((loss_p + loss_c).item(), rel=1e-5)
+    # The gradient norm (the paper's Figure 5) is the recommender's, not the perturbation network's.
+    squares = [recommender[k].pow(2).sum() for k in names if k not in perturbation and recommender[k] is not None]
+    expected_norm = torch.stack(squares).sum().sqrt().item()
+    assert float(trainer.callback_metrics["train/grad_norm"]) == pytest.approx(expected_norm, rel=1e-4)
+
+
+@NO_VALIDATION
+@LIGHTNING_TREESPEC
+def test_the_logged_gradient_norm_is_the_norm_of_the_loss_gradient():
+    """For a plain model (one optimiser) too: sqrt of the summed squares of dL/dtheta."""
+    torch.manual_seed(0)
+    model = build_tiny("sasrec", "dot", "none", dropout=0.0)
+    reference = build_tiny("sasrec", "dot", "none", dropout=0.0).train()
+    reference.load_state_dict(model.state_dict())
+    loss = LOSSES.get("ce")(reference, reference(HISTORIES), _targets(HISTORIES))
+    grads = torch.autograd.grad(loss, list(reference.parameters()), allow_unused=True)
+    expected = torch.stack([g.pow(2).sum() for g in grads if g is not None]).sum().sqrt().item()
+    _, trainer, _ = _fit_one_batch(model)
+    assert float(trainer.callback_metrics["train/grad_norm"]) == pytest.approx(expected, rel=1e-4)
 
 
 def test_other_models_keep_automatic_optimisation():

@@ -119,6 +119,14 @@ def test_grouped_batches_depend_only_on_seed_and_epoch():
     assert [b.tolist() for b in _epoch(other, 0)] != [b.tolist() for b in first]
 
 
+def test_grouped_batches_come_in_a_shuffled_order_not_by_length():
+    loader = training_loader(_mixed_lengths(), 20, 16, seed=3, group_by_length=True)
+    for epoch in range(3):
+        widths = [int((b > 0).sum(1).max()) for b in _epoch(loader, epoch)]  # each batch's longest window
+        assert len(set(widths)) > 3
+        assert widths != sorted(widths) and widths != sorted(widths, reverse=True), widths
+
+
 @pytest.mark.parametrize(
     "lengths, parts",
     [([5, 1, 1, 1], 3), ([30, 30, 2, 2, 2], 5), ([3, 2, 2, 1], 1), ([7] * 9, 4), ([9, 2, 2, 2, 2, 2, 2], 2), ([4, 3, 3, 2, 1], 4)],

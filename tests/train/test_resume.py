@@ -26,6 +26,25 @@ def test_a_resumed_run_equals_the_uninterrupted_run(tmp_path):
     assert history["epoch"].to_list() == [1, 2, 3, 4]  # the earlier session's epochs are kept once
 
 
+def test_an_adversarially_trained_run_resumes_exactly(tmp_path):
+    """AC-TSR: two optimisers and the perturbation network's state carry over a resume too."""
+    import dataclasses
+
+    def calibrated(run_dir, **train):
+        cfg = tiny_run_config(run_dir, patience=50, **train)
+        cfg["data"].synthetic.num_users = 120
+        cfg["model"] = dataclasses.replace(cfg["model"], attention="calibrated", hidden_size=16, max_len=10)
+        return cfg
+
+    straight = fit(**calibrated(tmp_path / "straight", max_epochs=4), console=QUIET)
+    fit(**calibrated(tmp_path / "interrupted", max_epochs=2), console=QUIET)
+    resumed = fit(**calibrated(tmp_path / "interrupted", max_epochs=4), console=QUIET, resume=True)
+    assert resumed.metrics["valid"] == straight.metrics["valid"] and resumed.metrics["test"] == straight.metrics["test"]
+    columns = ["epoch", "train/loss", "train/mask_norm", "train/grad_norm"]
+    straight_history = pl.read_csv(tmp_path / "straight" / "history.csv").select(columns)
+    assert pl.read_csv(tmp_path / "interrupted" / "history.csv").select(columns).equals(straight_history)
+
+
 def test_resume_refuses_another_configuration_and_a_missing_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
     fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)

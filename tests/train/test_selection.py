@@ -52,6 +52,18 @@ def test_early_stopping_on_the_monitor_with_its_patience_and_the_best_epochs_wei
     assert not all(torch.equal(saved[k], scripted[4][k]) for k in saved)
 
 
+def test_a_tie_with_the_best_is_no_gain_and_keeps_the_earlier_weights(scripted, tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "NDCG", [0.10, 0.30, 0.30, 0.20] + [0.20] * 6)
+    run = fit(**small(tmp_path / "run", patience=2), console=QUIET)
+    sel = run.metrics["selection"]
+    assert (sel["best_epoch"], sel["epochs_trained"], sel["stopped_by"]) == (2, 4, "early stopping")
+    from awrsr.infer import load_artifact
+
+    saved = load_artifact(run.run_dir).model.state_dict()
+    assert all(torch.equal(saved[k], scripted[2][k]) for k in saved)
+    assert not all(torch.equal(saved[k], scripted[3][k]) for k in saved)  # epoch 3 tied; its weights differ
+
+
 def test_a_run_stopped_early_resumes_with_the_patience_given_now(scripted, tmp_path):
     fit(**small(tmp_path / "run", patience=2), console=QUIET)  # stops after epoch 4
     resumed = fit(**small(tmp_path / "run", patience=10), console=QUIET, resume=True)
