@@ -4,6 +4,7 @@ import csv
 import json
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from rich.console import Console
@@ -59,6 +60,14 @@ def test_metrics_by_history_length_partition_the_overall_ones(trained_run):
         assert float((table[name].to_numpy() * users).sum() / users.sum()) == pytest.approx(value, abs=1e-9), name
     with pytest.raises(ConfigError, match=r"edges: length edges must be positive and increasing, got \[10, 5\]"):
         evaluate_by_length(trained_run.run_dir, edges=[10, 5])
+
+
+def test_a_users_history_length_counts_the_items_before_the_held_out_one(trained_run):
+    from awrsr.workflows import load_run_data, rank_artifact
+
+    full = load_run_data(load_artifact(trained_run.run_dir)).sequences.lengths  # every synthetic user is evaluated
+    assert np.array_equal(rank_artifact(trained_run.run_dir, split="test").lengths, full - 1)
+    assert np.array_equal(rank_artifact(trained_run.run_dir, split="valid").lengths, full - 2)
 
 
 def test_same_config_and_seed_give_the_same_metrics(trained_run, tmp_path):

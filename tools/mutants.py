@@ -1,7 +1,7 @@
 """Check that the tests can fail: plant known, plausible bugs one at a time and see each caught.
 
 Each mutant below is a one-line (or one-block) change to the library that a test must catch. They
-come from two reviews by mutation (session 22) that found tests which passed on broken code; the
+come from three reviews by mutation (session 22) that found tests which passed on broken code; the
 test files that now catch them are named in each mutant's ``test``. The script works on a
 temporary ``git clone`` of the last commit (uncommitted changes are not seen), never on the
 working tree, and runs only each mutant's test file.
@@ -97,6 +97,34 @@ MUTANTS = [
     Mutant("M19", "src/awrsr/experiments/compare.py", 'p = f"{c.p_value:.3f}" if c.pairs > 1 else "n/a"',
            'p = f"{c.p_value:.3f}"', "tests/experiments/test_compare_statistics.py",
            "one pair has no p-value in the table"),
+    Mutant("M20", "src/awrsr/nn/embedding.py", "self.scale = math.sqrt(hidden_size)", "self.scale = float(hidden_size)",
+           "tests/models/test_sasrec.py", "item embeddings are scaled by sqrt(d)"),
+    Mutant("M21", "src/awrsr/nn/block.py",
+           "        attended, weights = self.attention(self.attention_norm(x), mask, need_weights=need_weights)\n"
+           "        x = x + self.dropout(attended)  # (B, n, d)\n"
+           "        x = x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))\n",
+           "        attended, weights = self.attention(x, mask, need_weights=need_weights)\n"
+           "        x = self.attention_norm(x + self.dropout(attended))\n"
+           "        x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))\n",
+           "tests/models/test_sasrec.py", "the block normalises before each part (pre-norm)"),
+    Mutant("M22", "src/awrsr/models/sasrec.py", 'causal: bool, activation: str = "relu"', 'causal: bool, activation: str = "gelu"',
+           "tests/models/test_sasrec.py", "SASRec's feed-forward is ReLU"),
+    Mutant("M23", "src/awrsr/models/popularity.py", "minlength=num_items + 1)[1:]", "minlength=num_items + 1)[:-1]",
+           "tests/models/test_popularity.py", "popularity's column j is item j + 1"),
+    Mutant("M24", "src/awrsr/workflows.py", "PopularityModel(split.train.items,", "PopularityModel(dataset.sequences.items,",
+           "tests/models/test_popularity.py", "popularity counts the training items only"),
+    Mutant("M25", "src/awrsr/workflows.py", "evaluator.ranks(artifact.model), cases.history.lengths",
+           "evaluator.ranks(artifact.model), cases.history.lengths + 1", "tests/test_end_to_end.py",
+           "a history's length counts the items before the held-out one"),
+    Mutant("M26", "src/awrsr/nn/refine/value.py",
+           "((self.key @ weights).transpose(-2, -1) @ (self.query @ weights))",
+           "((self.query @ weights).transpose(-2, -1) @ (self.key @ weights))", "tests/nn/test_refine.py",
+           "the literal M_value puts W_RK and W_RQ in their places"),
+    Mutant("M27", "src/awrsr/nn/refine/value.py", "(self.value @ weights) @ inner", "(weights @ self.value) @ inner",
+           "tests/nn/test_refine.py", "the literal M_value multiplies W_RV from the left"),
+    Mutant("M28", "src/awrsr/experiments/by_length.py", "np.where(hit, 1.0 / np.log2(ranks + 1.0), 0.0)",
+           "np.where(hit, 1.0 / np.log2(ranks + 2.0), 0.0)", "tests/experiments/test_compare_statistics.py",
+           "a user's NDCG in the by-length tables is 1 / log2(rank + 1)"),
 ]
 
 

@@ -25,6 +25,7 @@ def test_metrics_by_hand():
     assert m["hr@10"] == pytest.approx(2 / 3)
     assert m["ndcg@1"] == pytest.approx(1 / 3)
     assert m["ndcg@5"] == pytest.approx((1 + 1 / math.log2(4)) / 3)
+    assert m["ndcg@10"] == pytest.approx(0.5)  # (1 + 1/2 + 0) / 3: rank 12 is outside the top 10
     assert m["mrr"] == pytest.approx((1 + 1 / 3 + 1 / 12) / 3)
 
 

@@ -139,3 +139,10 @@ def test_an_improvement_over_a_reference_mean_of_zero_is_not_a_number(tmp_path):
     write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine")
     md = (tmp_path / "table.md").read_text()
     assert "| add | 0.0200 ± 0.0141 (n/a, p=0.295)" in md and "nan" not in md
+
+
+def test_each_users_metric_from_the_rank_of_their_held_out_item():
+    ranks = np.array([1, 3, 20])
+    assert by_length.per_user_metric(ranks, "ndcg@5").tolist() == [1.0, 0.5, 0.0]  # 1/log2(3 + 1) = 1/2
+    assert by_length.per_user_metric(ranks, "hr@5").tolist() == [1.0, 1.0, 0.0]
+    assert by_length.per_user_metric(ranks, "mrr").tolist() == pytest.approx([1.0, 1 / 3, 1 / 20])

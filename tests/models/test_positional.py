@@ -41,6 +41,14 @@ def test_parec_scales_each_heads_matrix_by_the_model_width_not_the_head_width():
         assert torch.allclose(weights[0].base[0, head, 5, 3:], row, atol=1e-6)
 
 
+def test_fparec_weights_are_the_masked_softmax_of_r1_r2t():
+    model = _tiny("positional", positional_rank=2)
+    attention = model.blocks[0].attention
+    _, weights = model.encode(torch.tensor([[0, 0, 0, 4, 5, 6]]), need_weights=True)
+    product = (attention.left[0] @ attention.right[0].T).detach()  # R1 R2^T, 6 x 6
+    assert torch.allclose(weights[0].base[0, 0, 5, 3:], torch.softmax(product[5, 3:] / math.sqrt(8), dim=0), atol=1e-6)
+
+
 def test_fparec_factorises_the_matrix_with_2kn_parameters_per_layer():
     parec, fparec = _tiny("positional"), _tiny("positional", positional_rank=2)
     attention = fparec.blocks[0].attention

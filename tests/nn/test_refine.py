@@ -96,6 +96,24 @@ def test_literal_value_is_eq3_and_only_for_bidirectional_backbones():
         build_model(ModelConfig(max_len=4, refine="value", refine_value_form="literal"), 10)
 
 
+@pytest.mark.parametrize(("matrix", "expected"), [
+    (None, [[0.5603, 0.4397], [0.4751, 0.5249]]),
+    ("query", [[0.5011, 0.4989], [0.4564, 0.5436]]),
+    ("key", [[0.5838, 0.4162], [0.5419, 0.4581]]),
+    ("value", [[0.5356, 0.4644], [0.4751, 0.5249]]),
+])
+def test_literal_value_by_hand_puts_each_matrix_in_its_place(matrix, expected):
+    """B = softmax(W_RV A softmax((W_RK A)^T W_RQ A)) with A = [[0.9, 0.1], [0.2, 0.8]] and one
+    matrix R = [[1, 1], [0, 1]], the others identities (worked by hand to 4 places)."""
+    base = torch.tensor([[[[0.9, 0.1], [0.2, 0.8]]]])
+    mask = AttentionMask.build(torch.tensor([[1, 2]]), causal=False)
+    ref = ValueRefinement(max_len=2, num_heads=1, head_size=4, init_std=0.0, form="literal")
+    if matrix is not None:
+        with torch.no_grad():
+            getattr(ref, matrix).copy_(torch.tensor([[1.0, 1.0], [0.0, 1.0]]))
+    assert torch.allclose(ref(base, mask)[0, 0], torch.tensor(expected), atol=1e-4)
+
+
 def test_matrices_are_shared_by_heads_unless_per_head():
     shared = SimpleRefinement(max_len=5, num_heads=4, head_size=8)
     per_head = SimpleRefinement(max_len=5, num_heads=4, head_size=8, per_head=True)

@@ -1,0 +1,53 @@
+"""SASRec's forward pass against its equations, part by part, with values worked by hand: the
+invariant tests (causality, padding, windows) hold whatever the scale, the norms' places or the
+activation, so these pin them down."""
+
+import torch
+
+from awrsr.models import ModelConfig, build_model
+from awrsr.nn.block import TransformerBlock
+from awrsr.nn.masks import AttentionMask
+
+
+def _sasrec(**overrides):
+    torch.manual_seed(0)
+    values = dict(max_len=4, hidden_size=4, num_heads=1, num_blocks=1, dropout=0.0)
+    return build_model(ModelConfig(**{**values, **overrides}), num_items=3).eval()
+
+
+def test_items_are_scaled_by_sqrt_d_and_positions_count_back_from_the_last_slot():
+    embedding = _sasrec().embedding
+    with torch.no_grad():
+        embedding.items.weight[1] = torch.tensor([1.0, 0.0, 0.0, 0.0])
+        embedding.positions.weight.copy_(torch.arange(16.0).view(4, 4))
+        x = embedding(torch.tensor([[0, 0, 1, 1]]))
+    assert torch.equal(x[0, -1], torch.tensor([2.0, 1.0, 2.0, 3.0]))  # sqrt(4) * e_1 + position 0
+    assert torch.equal(x[0, -2], torch.tensor([6.0, 5.0, 6.0, 7.0]))  # sqrt(4) * e_1 + position 1
+
+
+class Identity(torch.nn.Module):
+    def forward(self, x, mask, need_weights=False):
+        return x, None
+
+
+class Zero(torch.nn.Module):
+    def forward(self, x):
+        return torch.zeros_like(x)
+
+
+def test_the_block_normalises_before_each_part_and_adds_the_residual():
+    """Attention returning its input, a feed-forward returning 0: x + LN(x) (pre-norm), where
+    post-norm would give LN(2x) = [-1.3416, -0.4472, 0.4472, 1.3416]."""
+    block = TransformerBlock(attention=Identity(), feed_forward=Zero(), hidden_size=4, dropout=0.0).eval()
+    out, _ = block(torch.tensor([[[1.0, 2.0, 3.0, 4.0]]]), AttentionMask.build(torch.tensor([[5]]), causal=True))
+    assert torch.allclose(out[0, 0], torch.tensor([-0.3416, 1.5528, 3.4472, 5.3416]), atol=1e-4)
+
+
+def test_sasrecs_feed_forward_is_relu_and_bert4recs_gelu():
+    for name, expected in (("sasrec", [0.0, 2.0]), ("bert4rec", [-0.1587, 1.9545])):
+        ffn = _sasrec(name=name, hidden_size=2, max_len=4).blocks[0].feed_forward.net
+        with torch.no_grad():
+            for linear in (ffn[0], ffn[3]):
+                linear.weight.copy_(torch.eye(2))
+                linear.bias.zero_()
+            assert torch.allclose(ffn(torch.tensor([-1.0, 2.0])), torch.tensor(expected), atol=1e-4), name
