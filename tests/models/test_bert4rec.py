@@ -34,11 +34,11 @@ def test_the_last_slot_is_masked_at_its_own_rate_and_always_when_alone():
     """A row of 6 real items gets its last masked by chance (0.3) or because nothing else was
     (0.7 * 0.7^5): 0.3 + 0.7^6 = 0.4176; a row with one real item always."""
     model = _bert()
-    sequences = torch.tensor([[1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 9]]).repeat(5_000, 1)
+    sequences = torch.tensor([[1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 9]]).repeat(20_000, 1)
     torch.manual_seed(2)
     inputs, _ = model.training_example(torch.nn.functional.pad(sequences, (1, 0)))
     masked_last = inputs[:, -1] == model.mask_id
-    assert abs(masked_last[0::2].float().mean().item() - (0.3 + 0.7**6)) < 0.02  # std 0.007
+    assert abs(masked_last[0::2].float().mean().item() - (0.3 + 0.7**6)) < 0.02  # std 0.0035
     assert masked_last[1::2].all()
 
 
