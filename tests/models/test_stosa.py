@@ -195,9 +195,12 @@ def test_the_output_distribution_is_mean_and_the_square_root_of_its_covariance()
     assert torch.allclose(z[8:], torch.tensor([1.0, 2.0, 1.0, 2.0, 1.0, 2.0, math.exp(-1.0), 2.0]))  # ELU(-2) + 1 = e^-2
 
 
-def test_m_stoc_by_hand_with_identity_matrices():
-    """With identity matrices and A >= 0: mean = A, covariance = ELU(A) + 1 = A + 1, so each row
-    is the vector [A_k, sqrt(A_k + 1)], and the weights are masked-softmax(-||z_k - z_t||^2 / sqrt(d_h))."""
+@pytest.mark.parametrize("cov_scale", [1.0, 2.0])
+def test_m_stoc_by_hand(cov_scale):
+    """Mean matrix I, covariance matrix c I, and A >= 0: mean = A, covariance = ELU(c A) + 1 =
+    c A + 1, so each row is the vector [A_k, sqrt(c A_k + 1)], and the weights are
+    masked-softmax(-||z_k - z_t||^2 / sqrt(d_h)). With c = 2 the covariance needs its own matrix
+    (the mean matrix in both places would give sqrt(A_k + 1))."""
     from awrsr.nn.masks import AttentionMask, masked_softmax
     from awrsr.nn.refine.stoc import StochasticRefinement
 
@@ -205,25 +208,9 @@ def test_m_stoc_by_hand_with_identity_matrices():
     mask = AttentionMask.build(torch.tensor([[0, 3, 4, 5]]), causal=True)
     base = masked_softmax(torch.randn(1, 1, 4, 4), mask.allowed)
     refinement = StochasticRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0)
-    z = torch.cat([base, (base + 1).sqrt()], -1)
-    distances = ((z[..., :, None, :] - z[..., None, :, :]) ** 2).sum(-1)
-    assert torch.allclose(refinement(base, mask), masked_softmax(-distances / 4, mask.allowed), atol=1e-6)
-
-
-def test_m_stoc_projects_the_covariance_with_its_own_matrix():
-    """Mean matrix I, covariance matrix 2I: covariance = ELU(2A) + 1 = 2A + 1, so each row is
-    [A_k, sqrt(2 A_k + 1)] (the mean matrix in both places would give sqrt(A_k + 1))."""
-    from awrsr.nn.masks import AttentionMask, masked_softmax
-    from awrsr.nn.refine.stoc import StochasticRefinement
-
-    torch.manual_seed(0)
-    mask = AttentionMask.build(torch.tensor([[0, 3, 4, 5]]), causal=True)
-    base = masked_softmax(torch.randn(1, 1, 4, 4), mask.allowed)
-    refinement = StochasticRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0)
-    matrices = {name: p for name, p in refinement.named_parameters()}
-    assert set(matrices) == {"mean", "cov"}, set(matrices)
+    assert {name for name, _ in refinement.named_parameters()} == {"mean", "cov"}
     with torch.no_grad():
-        matrices["cov"].mul_(2.0)
-    z = torch.cat([base, (2 * base + 1).sqrt()], -1)
+        refinement.cov.mul_(cov_scale)
+    z = torch.cat([base, (cov_scale * base + 1).sqrt()], -1)
     distances = ((z[..., :, None, :] - z[..., None, :, :]) ** 2).sum(-1)
     assert torch.allclose(refinement(base, mask), masked_softmax(-distances / 4, mask.allowed), atol=1e-6)

@@ -216,10 +216,11 @@ def is_seed_run(run: Path, directory: Path) -> bool:
     return run.parent != directory and run.name.startswith("seed-")
 
 
-def collection_kind(directory: Path) -> str | None:
+def collection_kind(directory: Path, runs: list[Path] | None = None) -> str | None:
     """What kind of collection of runs ``directory`` is (a tune's, a comparison's output, or
-    runs side by side), or None if it holds no runs."""
-    runs = runs_inside(directory)
+    runs side by side), or None if it holds no runs. ``runs``: ``runs_inside(directory)``, if
+    the caller has it already."""
+    runs = runs_inside(directory) if runs is None else runs
     if (directory / "trials.csv").is_file() or (runs and runs[0].name.startswith("trial-")):
         return "a tune output directory (one run per trial-*)"
     if (directory / "runs.csv").is_file() or (runs and all(is_seed_run(run, directory) for run in runs)):
@@ -234,7 +235,7 @@ def collection_error(directory: Path) -> ArtifactError | None:
     if not runs:
         return None
     examples = " or ".join(str(run) for run in runs[:2])
-    return ArtifactError(f"{directory}: {collection_kind(directory)}, not a single run; pick one of its runs, e.g. {examples}")
+    return ArtifactError(f"{directory}: {collection_kind(directory, runs)}, not a single run; pick one of its runs, e.g. {examples}")
 
 
 def check_state_matches(model: nn.Module, state: dict, source: Path) -> None:
