@@ -211,6 +211,38 @@ def test_artifact_loading_errors(trained_run, tmp_path):
         load_artifact(tmp_path / "nowhere")
 
 
+def test_a_loaded_model_is_in_eval_mode(trained_run):
+    # dropout 0.1: in training mode the same history would score differently each time
+    assert not load_artifact(trained_run.run_dir).model.training
+
+
+def test_a_directory_with_only_lightnings_log_is_an_unfinished_run(tmp_path):
+    (tmp_path / "metrics.csv").write_text("epoch,val/ndcg@10\n1,0.1\n")  # no checkpoints/, no metrics.json
+    with pytest.raises(ArtifactError, match=r"not a finished run yet \(no config.yaml, vocab.json, model.safetensors\)"):
+        load_artifact(tmp_path)
+
+
+def test_runs_inside_a_collection_finished_first_and_seed_runs_only_under_a_variant(tmp_path):
+    from awrsr.infer.artifact import collection_kind, runs_inside
+
+    def run(path, finished):
+        path.mkdir(parents=True)
+        (path / "config.yaml").write_text("model: {}\n")
+        if finished:
+            (path / "metrics.json").write_text("{}")
+
+    run(tmp_path / "a", finished=False)
+    run(tmp_path / "b", finished=True)
+    assert runs_inside(tmp_path) == [tmp_path / "b", tmp_path / "a"]  # finished first, then by path
+    with pytest.raises(ArtifactError, match=r"a directory of runs, not a single run; pick one of its runs, e\.g\. \S+/b or \S+/a$"):
+        load_artifact(tmp_path)  # the example to pick first is one that can be loaded
+    # a run named seed-1 right inside a directory is not a comparison's <variant>/seed-N
+    run(tmp_path / "other" / "seed-1", finished=True)
+    assert collection_kind(tmp_path / "other") == "a directory of runs"
+    run(tmp_path / "compare" / "none" / "seed-1", finished=True)
+    assert collection_kind(tmp_path / "compare") == "a comparison output directory (one run per <variant>/seed-N)"
+
+
 def test_an_edited_model_section_is_refused_even_where_no_shape_changes(trained_run, tmp_path):
     import yaml
 

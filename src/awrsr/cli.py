@@ -303,7 +303,8 @@ def tune(
         output_dir: one sub-directory per trial; finished trials are reused.
         max_trials: run only this many combinations, sampled with sample_seed.
         sample_seed: seed of that sample.
-        set: extra fixed options for every trial, as key=value (e.g. [train.max_epochs=50]).
+        set: extra fixed options for every trial, as key=value (e.g. [train.max_epochs=50]); not
+            a key of the search space.
     """
     from awrsr.experiments.runs import parse_sets
     from awrsr.experiments.tune import load_search_space, run_tune
@@ -338,7 +339,8 @@ def compare(
         output_dir: runs go to <output_dir>/<variant>/seed-<seed>; finished runs are reused.
         key: the config key that differs between variants.
         base: the value of `key` for the base model.
-        set: extra fixed options for every run, as key=value.
+        set: extra options for every run, as key=value; a variant's own value of the same key
+            wins for that variant (train.seed comes from --seeds only).
         variants_file: YAML mapping of named variants to their options (e.g. configs/compare/neighbours-beauty.yaml);
             replaces variants and key; the base is the entry that --base names (an entry named none
             by default), else the first.

@@ -72,3 +72,18 @@ def test_corrupt_file_is_a_data_error_naming_it(tmp_path, content):
 def test_missing_file_is_a_data_error(tmp_path):
     with pytest.raises(DataError, match="vocabulary file not found: .*gone.json"):
         Vocabulary.load(tmp_path / "gone.json")
+
+
+def test_vocabularies_are_equal_only_with_the_same_ids_in_the_same_order_and_type():
+    assert Vocabulary([10, 3]) == Vocabulary([10, 3])
+    assert Vocabulary([10, 3]) != Vocabulary([3, 10])  # the same ids would name other items' weights
+    assert Vocabulary([10, 3]) != Vocabulary(["10", "3"])
+    assert Vocabulary([10, 3]) != Vocabulary([10, 4])
+
+
+def test_booleans_are_text_ids_and_an_empty_vocabulary_keeps_its_stored_type(tmp_path):
+    vocab = Vocabulary([True, 2])  # bool is an int subclass, but never an integer id
+    assert vocab.id_type == "str" and vocab.ids == ["True", "2"]
+    vocab.save(tmp_path / "vocab.json")
+    assert Vocabulary.load(tmp_path / "vocab.json") == vocab
+    assert Vocabulary.from_dict({"ids": [], "id_type": "str"}).id_type == "str"

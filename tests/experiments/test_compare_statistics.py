@@ -146,3 +146,11 @@ def test_each_users_metric_from_the_rank_of_their_held_out_item():
     assert by_length.per_user_metric(ranks, "ndcg@5").tolist() == [1.0, 0.5, 0.0]  # 1/log2(3 + 1) = 1/2
     assert by_length.per_user_metric(ranks, "hr@5").tolist() == [1.0, 1.0, 0.0]
     assert by_length.per_user_metric(ranks, "mrr").tolist() == pytest.approx([1.0, 1 / 3, 1 / 20])
+
+
+def test_the_paired_test_needs_one_value_per_seed_on_both_sides():
+    from awrsr.experiments.stats import paired_p_value
+
+    # not truncated to the first two pairs, whose equal differences would give p = 1 silently
+    with pytest.raises(ValueError, match="one value per seed on both sides"):
+        paired_p_value([0.1, 0.2, 0.5], [0.1, 0.2])

@@ -173,6 +173,9 @@ def test_compare_refuses_variant_names_that_are_not_directory_names_and_bad_seed
         run_compare(str(base), ["simp"], [], tmp_path / "c", console=QUIET)
     with pytest.raises(ConfigError, match=r"seeds: 3 given twice"):
         run_compare(str(base), ["simp"], [3, 4, 3], tmp_path / "c", console=QUIET)
+    # --seeds gives every run's seed, so a fixed one would be ignored
+    with pytest.raises(ConfigError, match="--set train.seed: --seeds sets it too"):
+        run_compare(str(base), ["simp"], [1], tmp_path / "c", extra={"train.seed": "7"}, console=QUIET, report_only=True)
     assert not (tmp_path / "c").exists()
 
 

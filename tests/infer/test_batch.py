@@ -89,6 +89,18 @@ def test_unknown_items_are_an_error_naming_the_file_unless_ignored(recommender, 
     assert _per_user(result.frame)["a"].get_column("item").to_list() == [r.item for r in recommender.recommend([1], k=2)]
 
 
+def test_unknown_interactions_are_counted_row_by_row_and_five_ids_named(recommender, tmp_path):
+    log = tmp_path / "new.csv"
+    unknown = [90001, 90002, 90003, 90004, 90005, 90006]
+    # 8 interactions name 6 distinct unknown ids: 90001 and 90002 come twice, from two users
+    pl.DataFrame({"user_id": ["a"] * 7 + ["b"] * 3, "item_id": [1, *unknown, 2, 90001, 90002]}).write_csv(log)
+    with pytest.raises(DataError, match=r"new.csv: 8 interaction\(s\) name 6 item id\(s\) the model does not know "
+                                        r"\(90001, 90002, 90003, 90004, 90005, \.\.\.\);"):
+        recommend_log(recommender, log, DataConfig(path=str(log)))
+    result = recommend_log(recommender, log, DataConfig(path=str(log)), k=2, unknown="ignore")
+    assert result.unknown_interactions == 8 and result.unknown_items == unknown and result.users == 2
+
+
 def test_ids_are_matched_as_the_vocabulary_stores_them(tmp_path):
     log = tmp_path / "log.csv"
     log.write_text("user_id,item_id\nx,b\nx,a\ny,zz\ny,c\n")

@@ -67,3 +67,43 @@ def test_exclusions_and_flags_of_the_wrong_kind_are_clear_errors(trained_run):
         rec.recommend([1, 2], exclude_seen="no")
     with pytest.raises(ConfigError, match="histories is a list of histories.*got NoneType"):
         rec.recommend_many(None)
+
+
+class FixedScores(torch.nn.Module):
+    """A stand-in model: the same given score for each item whatever the history, and a record of
+    the windows (model inputs) it was asked to score."""
+
+    def __init__(self, scores):
+        super().__init__()
+        self.scores = torch.tensor(scores, dtype=torch.float32)
+        self.windows = []
+
+    def score_next(self, input_ids):
+        self.windows.extend(input_ids.tolist())
+        return self.scores.expand(len(input_ids), -1).clone()
+
+
+def test_the_model_is_given_each_historys_last_max_len_items_left_padded():
+    model = FixedScores([0.0] * 9)
+    rec = Recommender(model, Vocabulary(list(range(1, 10))), max_len=6)  # id i is index i
+    rec.recommend_many([[3, 1, 7, 2, 9, 4, 5, 8], [6, 2]], k=2)
+    assert sorted(model.windows) == sorted([[7, 2, 9, 4, 5, 8], [0, 0, 0, 0, 6, 2]])
+
+
+def test_an_item_scored_plus_infinity_is_refused_not_recommended_first():
+    # -inf is how filtered items are marked; +inf, like NaN, says the model is broken
+    rec = Recommender(FixedScores([0.5, float("inf"), 0.1]), Vocabulary(["a", "b", "c"]), max_len=4)
+    with pytest.raises(FloatingPointError, match="non-finite scores"):
+        rec.recommend(["c"], k=1)
+
+
+def test_a_cuda_device_index_must_be_below_the_number_of_devices(monkeypatch):
+    from awrsr.infer.recommender import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)  # cuda:0 and cuda:1
+    assert resolve_device("cuda:1") == torch.device("cuda:1")
+    with pytest.raises(ConfigError, match=r"^device 'cuda:2': torch sees 2 CUDA device\(s\) on this machine$"):
+        resolve_device("cuda:2")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(ConfigError, match="torch sees 0 CUDA device"):
+        resolve_device("cuda")  # cuda:0, on a machine without one

@@ -173,3 +173,27 @@ def test_serve_on_a_port_in_use_is_a_clear_error_before_the_model_loads(tmp_path
         code, out, err = run_cli(capsys, "serve", str(tmp_path / "no-model"), "--port", str(port))
     assert code == 2 and not out
     assert err == f"awrsr: error: cannot listen on 127.0.0.1:{port}: Address already in use; another process listens there: choose another --port\n"
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"histories": []}, "histories"),  # an empty batch is a mistake, not an empty answer
+        ({"histories": [[1]], "k": 1001}, "k"),  # k is at most 1,000
+        ({"history": [1], "k": 1001}, "k"),
+    ],
+)
+def test_requests_beyond_the_fields_limits_are_422_naming_the_field(client, body, field):
+    answer = client.post("/recommend/batch" if "histories" in body else "/recommend", json=body)
+    assert answer.status_code == 422
+    assert [error["loc"] for error in answer.json()["detail"]] == [["body", field]]
+
+
+def test_the_limits_on_one_answer_and_one_history_are_inclusive(client):
+    # k x histories may be 200,000 and a history 10,000 ids long; one more is refused
+    assert client.post("/recommend/batch", json={"histories": [[1]] * 200, "k": 1000}).status_code == 200
+    answer = client.post("/recommend/batch", json={"histories": [[1]] * 201, "k": 1000})
+    assert answer.status_code == 422 and answer.json()["detail"] == "k x histories may be at most 200,000, got 1000 x 201"
+    assert client.post("/recommend/batch", json={"histories": [[2], [1] * 10_000], "k": 3}).status_code == 200
+    answer = client.post("/recommend/batch", json={"histories": [[2], [1] * 10_001], "k": 3})
+    assert answer.status_code == 422 and answer.json()["detail"] == "histories[1]: at most 10,000 item ids per history"

@@ -20,7 +20,8 @@ from rich.console import Console
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
-    DataFingerprints, check_finished_runs, data_config_key, finished_run, option_args, run_or_reuse, run_status,
+    DataFingerprints, check_finished_runs, check_fixed_not_varied, data_config_key, finished_run, option_args,
+    run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
@@ -187,6 +188,8 @@ def run_compare(
     options, references = split_references(options, base)
     check_seeds(seeds, options)
     label = "model" if isinstance(variants, Mapping) else key
+    # --set gives every run's options, which a variant may change for itself; the seed it can never give
+    check_fixed_not_varied(extra or {}, {"--seeds": ["train.seed"]})
     # every variant must build, and differ from its reference in effect, before any trains
     resolved = {name: check_variant(config, {**(extra or {}), **variant}, name) for name, variant in options.items()}
     check_variants_differ(resolved, references)

@@ -29,7 +29,9 @@ from rich.console import Console
 from rich.progress import Progress
 
 from awrsr.errors import ConfigError, TrainingDiverged, UnknownNameError
-from awrsr.experiments.runs import DataFingerprints, check_finished_runs, known_keys, option_args, run_or_reuse
+from awrsr.experiments.runs import (
+    DataFingerprints, check_finished_runs, check_fixed_not_varied, known_keys, option_args, run_or_reuse,
+)
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
 from awrsr.strict_yaml import check_unique_keys
@@ -118,6 +120,7 @@ def run_tune(
     if max_trials is not None and max_trials < 1:
         raise ConfigError(f"max_trials must be >= 1, got {max_trials}")
     check_fixed_options(config, extra or {})
+    check_fixed_not_varied(extra or {}, {"the search space": space})
     check_grid_values(config, space, extra or {})
     trials = grid(space)
     if max_trials is not None and max_trials < len(trials):
