@@ -1,7 +1,7 @@
 """Check that the tests can fail: plant known, plausible bugs one at a time and see each caught.
 
 Each mutant below is a one-line (or one-block) change to the library that a test must catch. They
-come from four reviews by mutation (sessions 22 and 23) that found tests which passed on broken
+come from five reviews by mutation (sessions 22 and 23) that found tests which passed on broken
 code; the test files that now catch them are named in each mutant's ``test``. The script works on a
 temporary ``git clone`` of the last commit (uncommitted changes are not seen), never on the
 working tree, and runs only each mutant's test file.
@@ -196,6 +196,35 @@ MUTANTS = [
            "return isinstance(other, Vocabulary) and self.id_type == other.id_type and self._ids == other._ids",
            "return isinstance(other, Vocabulary) and len(self) == len(other)", "tests/data/test_data_vocab.py",
            "vocabularies are equal only with the same ids, order and type"),
+    Mutant("M51", "src/awrsr/nn/masks.py", "torch.finfo(torch.float32).min, torch.float32)", "-30.0, torch.float32)",
+           "tests/nn/test_masks.py", "masked keys get exactly 0 weight, even against a much larger logit"),
+    Mutant("M52", "src/awrsr/nn/masks.py", "allowed = real[:, None, :, None] & real[:, None, None, :]",
+           "allowed = real[:, None, None, :].expand(-1, -1, real.shape[1], -1)", "tests/nn/test_masks.py",
+           "padded queries attend to nothing, in a bidirectional mask too"),
+    Mutant("M53", "src/awrsr/nn/attention/calibrated.py", "out = dropout(refined, self.attn_dropout, self.training) @ v",
+           "out = dropout(refined, self.attn_dropout) @ v", "tests/nn/test_calibrated.py",
+           "AC-TSR drops no attention weights in eval mode"),
+    Mutant("M54", "src/awrsr/nn/attention/fixed.py", "return mask.real.cumsum(dim=1).clamp(min=1)",
+           "return mask.real.cumsum(dim=1)", "tests/models/test_positional.py",
+           "an empty history's fixed-pattern weights are 0, not NaN from log(0)"),
+    Mutant("M55", "src/awrsr/nn/attention/fixed.py", "if n > self.max_len:", "if n > self.max_len + 1:",
+           "tests/models/test_positional.py", "window positions refuse a window wider than max_len"),
+    Mutant("M56", "src/awrsr/nn/attention/dot.py", "p_drop = self.attn_dropout if self.training else 0.0",
+           "p_drop = self.attn_dropout", "tests/models/test_sasrec.py", "dot-product attention drops nothing in eval mode"),
+    Mutant("M57", "src/awrsr/nn/attention/dot.py", "logits = (q / math.sqrt(self.head_size)) @ k.transpose(-2, -1)",
+           "logits = (q / math.sqrt(self.head_size * self.num_heads)) @ k.transpose(-2, -1)", "tests/models/test_sasrec.py",
+           "the explicit attention path scales by sqrt(d_h), as the fused kernel does"),
+    Mutant("M58", "src/awrsr/nn/attention/dot.py",
+           "if self.fused and fusable and self.refinement.is_identity and not need_weights:",
+           "if self.fused and fusable and not need_weights:", "tests/nn/test_refine.py",
+           "a refined model never takes the fused kernel, which cannot refine"),
+    Mutant("M59", "src/awrsr/data/readers.py", "            if line.strip():\n", "            if True:\n",
+           "tests/data/test_data_text_formats.py", "format auto looks at the first non-blank line"),
+    Mutant("M60", "src/awrsr/data/readers.py", "by_suffix = _BY_SUFFIX.get(path.suffix.lower())",
+           "by_suffix = _BY_SUFFIX.get(path.suffix)", "tests/data/test_data_text_formats.py",
+           "format auto reads a suffix in any case (RATINGS.CSV)"),
+    Mutant("M61", "src/awrsr/data/text_formats.py", "    if width < 3 or counts.max() != width:\n", "    if width < 3:\n",
+           "tests/data/test_data_text_formats.py", "only lines of one width with a repeated user look like a table"),
 ]
 
 

@@ -296,3 +296,20 @@ def test_line_numbers_are_an_editors_for_every_line_ending(tmp_path, newline):
     path.write_bytes(newline.join(["1 10", "", "1 11", "1 x", ""]).encode())
     with pytest.raises(DataError, match=r"lines.txt:4: .*'x'"):
         read_interactions(path, DataConfig())
+
+
+def test_auto_format_by_suffix_in_any_case_else_by_the_first_non_blank_line(tmp_path):
+    from awrsr.data.readers import detect_format
+
+    assert detect_format(Path("RATINGS.CSV")) == "csv" and detect_format(Path("a.Tsv")) == "tsv"
+    assert detect_format(Path("x.PARQUET")) == "parquet"
+    assert detect_format(write(tmp_path, "ratings.dat", "\n  \n1::10::5::978300760\n")) == "movielens"
+    assert detect_format(write(tmp_path, "pairs.txt", "\n1 10\n1 11\n")) == "whitespace"
+
+
+def test_lines_of_varying_width_are_sequences_even_when_a_user_repeats(tmp_path):
+    # A table has one width on every line; a user's history cut into lines of 4 and 3 ids is not one.
+    path = write(tmp_path, "seq.txt", "1 10 11 12\n2 5 6\n1 13 14\n")
+    frame = read_interactions(path, DataConfig())
+    assert frame["user"].to_list() == [1, 1, 1, 2, 2, 1, 1]
+    assert frame["item"].to_list() == [10, 11, 12, 5, 6, 13, 14]

@@ -97,6 +97,16 @@ def test_fixed_patterns_by_hand_whatever_the_padding(pattern, expected):
         assert weights[:-3].abs().sum() == 0  # padded queries attend to nothing
 
 
+@pytest.mark.parametrize("pattern", ["average", "linear", "exponential"])
+def test_fixed_patterns_of_an_empty_history_are_zero_not_nan(pattern):
+    # A row with no item at all (an empty history next to a real one): every weight 0 and finite;
+    # positions along the history start at 1, so log(a_ij) is never log(0) for any slot.
+    attention = FixedPatternAttention(pattern=pattern, hidden_size=4, num_heads=1, attn_dropout=0.0, refinement=NoRefinement())
+    weights = attention.weights(AttentionMask.build(torch.tensor([[0, 0, 0], [0, 7, 8]]), causal=True))
+    assert torch.equal(weights[0], torch.zeros_like(weights[0]))
+    assert torch.isfinite(weights).all() and torch.allclose(weights[1, 0, 1:].sum(-1), torch.ones(2))
+
+
 def test_linear_by_window_slot_by_hand_whatever_the_padding():
     """The slot reading of a_ij = j (docs/neighbours.md): an 8-item history in a 50-slot window sits
     in slots 43..50, so its newest item gets 50 / (43 + ... + 50) = 0.134, not 8 / 36 = 0.222."""
@@ -117,6 +127,16 @@ def test_linear_by_window_slot_by_hand_whatever_the_padding():
     history_reading = FixedPatternAttention(pattern="linear", hidden_size=4, num_heads=1, attn_dropout=0.0, refinement=NoRefinement())
     newest = history_reading.weights(AttentionMask.build(history, causal=True))[0, 0, -1, -1]
     assert newest == pytest.approx(8 / 36)
+
+
+def test_a_window_wider_than_max_len_is_refused_by_window_positions():
+    attention = FixedPatternAttention(
+        pattern="linear", positions="window", max_len=4, hidden_size=4, num_heads=1, attn_dropout=0.0,
+        refinement=NoRefinement(),
+    )
+    assert attention.weights(AttentionMask.build(torch.tensor([[0, 1, 2, 3]]), causal=True)).shape[-1] == 4
+    with pytest.raises(ValueError, match="window of 5 slots, more than max_len=4"):
+        attention.weights(AttentionMask.build(torch.tensor([[0, 1, 2, 3, 4]]), causal=True))
 
 
 @pytest.mark.parametrize("pattern", ["average", "exponential"])

@@ -51,3 +51,18 @@ def test_sasrecs_feed_forward_is_relu_and_bert4recs_gelu():
                 linear.weight.copy_(torch.eye(2))
                 linear.bias.zero_()
             assert torch.allclose(ffn(torch.tensor([-1.0, 2.0])), torch.tensor(expected), atol=1e-4), name
+
+
+def test_the_fused_and_the_explicit_attention_paths_agree_and_drop_nothing_in_eval():
+    """The explicit path (taken for dropout on CPU, refinements, or weights asked for) scales by
+    sqrt(d_h) as the fused kernel does, and neither drops attention weights in eval mode."""
+    ids = torch.tensor([[0, 0, 1, 2], [3, 1, 2, 3]])
+    fused = _sasrec(hidden_size=8, num_heads=2, num_blocks=2)(ids)
+    explicit = _sasrec(hidden_size=8, num_heads=2, num_blocks=2, fused_attention=False)(ids)
+    assert torch.allclose(fused, explicit, atol=1e-5) and not torch.allclose(fused, torch.zeros_like(fused))
+    dropping = _sasrec(hidden_size=8, num_heads=2, num_blocks=2, dropout=0.5)  # in eval mode
+    outputs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        outputs.append(dropping(ids))
+    assert torch.equal(outputs[0], outputs[1]) and torch.allclose(outputs[0], fused, atol=1e-5)

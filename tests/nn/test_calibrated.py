@@ -448,3 +448,17 @@ def test_a_resumed_run_drops_weight_decay_restored_onto_the_perturbation_network
     module.optimizers = lambda: [SimpleNamespace(optimizer=perturbation), SimpleNamespace(optimizer=recommender)]
     module.on_train_start()
     assert perturbation.param_groups[0]["weight_decay"] == 0.0 and recommender.param_groups[0]["weight_decay"] == 0.01
+
+
+@pytest.mark.parametrize("lite", [False, True])
+def test_attention_dropout_is_off_in_eval_mode(lite):
+    # With attention dropout at 0.5, a model in eval mode gives the same scores whatever the RNG
+    # state; the full model attends through its own (calibrated) path there, not its parent's.
+    model = build_tiny("sasrec", "calibrated", "none", dropout=0.5, ac_lite=lite).eval()
+    outputs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        outputs.append(model(HISTORIES))
+    assert torch.equal(outputs[0], outputs[1])
+    torch.manual_seed(0)
+    assert not torch.equal(model.train()(HISTORIES), outputs[0])  # the dropout is there, in training

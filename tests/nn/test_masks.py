@@ -48,3 +48,22 @@ def test_the_fused_kernel_is_given_the_mask_without_empty_rows(monkeypatch):
     model(torch.tensor([[0, 0, 3, 4], [0, 0, 0, 5]]))
     assert given, "the fused kernel was not used"
     assert all(m.isfinite().any(-1).all() for m in given)  # a float mask: 0 where allowed, -inf elsewhere
+
+
+def test_masked_keys_get_exactly_zero_even_against_a_much_larger_logit():
+    # The masked logit is finite and far above the allowed ones (padded slots carry zero vectors,
+    # real ones need not score above them): masked entries are still exactly 0, not a tiny share.
+    logits = torch.tensor([[1000.0, 0.0, 0.0], [0.0, -1000.0, 1000.0]])
+    allowed = torch.tensor([[False, True, True], [True, True, False]])
+    out = masked_softmax(logits, allowed)
+    assert torch.equal(out, torch.tensor([[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]]))
+
+
+def test_padded_queries_attend_to_nothing_in_either_direction():
+    ids = torch.tensor([[0, 0, 3, 4], [0, 5, 6, 7]])
+    for causal in (True, False):
+        mask = AttentionMask.build(ids, causal=causal)
+        allowed = mask.allowed[:, 0]  # (B, n, n)
+        assert not allowed[~mask.real].any()  # rows of padded queries are empty
+        assert not allowed.transpose(1, 2)[~mask.real].any()  # and no query sees a padded key
+        assert torch.equal(mask.row_factor[:, 0, :, 0], mask.real.float())

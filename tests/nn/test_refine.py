@@ -194,3 +194,15 @@ def test_refinement_trains_saves_loads_and_recommends(refine, tmp_path, monkeypa
     assert not torch.allclose(weights[0].base, weights[0].refined)
     with pytest.raises(ArtifactError, match="max_len=12"):
         load_artifact(result.run_dir, max_len=20)
+
+
+@pytest.mark.parametrize("refine", [name for name in REFINEMENTS.names() if name != "none"])
+def test_a_refined_model_refines_on_the_default_fused_setting_too(refine):
+    """The fused kernel cannot refine weights, so a refined model always attends through the
+    explicit path: its outputs are the same whether fused attention is allowed or not."""
+    from conftest import build_tiny
+
+    ids = torch.tensor([[0, 0, 0, 5, 6, 7, 8, 9], [1, 2, 3, 4, 5, 6, 7, 8]])
+    fused = build_tiny("sasrec", "dot", refine, parameters="random", dropout=0.0).eval()(ids)
+    explicit = build_tiny("sasrec", "dot", refine, parameters="random", dropout=0.0, fused_attention=False).eval()(ids)
+    assert torch.allclose(fused, explicit, atol=1e-5)
