@@ -225,6 +225,8 @@ MUTANTS = [
            "format auto reads a suffix in any case (RATINGS.CSV)"),
     Mutant("M61", "src/awrsr/data/text_formats.py", "    if width < 3 or counts.max() != width:\n", "    if width < 3:\n",
            "tests/data/test_data_text_formats.py", "only lines of one width with a repeated user look like a table"),
+    Mutant("M62", "src/awrsr/data/sequences.py", "if not -n <= i < n:", "if not -n < i < n:",
+           "tests/data/test_data_sequences.py", "sequences take negative rows down to -len, as a list does"),
 ]
 
 

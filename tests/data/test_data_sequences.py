@@ -19,8 +19,10 @@ def test_basic_access(seqs):
     assert seqs.lengths.tolist() == [5, 0, 1, 2]
     assert seqs[0].tolist() == [1, 2, 3, 4, 5] and seqs[1].tolist() == [] and seqs[-1].tolist() == [7, 8]
     assert seqs.to_lists() == ROWS
-    with pytest.raises(IndexError):
-        seqs[4]
+    assert seqs[-4].tolist() == [1, 2, 3, 4, 5]  # negative rows as in a list, down to -len
+    for out_of_range in (4, -5):
+        with pytest.raises(IndexError, match=f"row {out_of_range} out of range for 4 sequences"):
+            seqs[out_of_range]
 
 
 def test_to_padded_left_pads_and_keeps_the_last_items(seqs):
