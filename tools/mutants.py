@@ -227,6 +227,13 @@ MUTANTS = [
            "tests/data/test_data_text_formats.py", "only lines of one width with a repeated user look like a table"),
     Mutant("M62", "src/awrsr/data/sequences.py", "if not -n <= i < n:", "if not -n < i < n:",
            "tests/data/test_data_sequences.py", "sequences take negative rows down to -len, as a list does"),
+    Mutant("M63", "src/awrsr/data/tabular.py",
+           "    return any(map(_is_number, fields)) or len(set(fields)) < len(fields)",
+           "    return any(map(_is_number, fields))", "tests/data/test_data_tabular.py",
+           "a first line with a repeated field is data, not a header (column names never repeat)"),
+    Mutant("M64", "src/awrsr/data/tabular.py", "        return numbers if ints.null_count() else ints",
+           "        return numbers", "tests/data/test_data_tabular.py",
+           "integer times written as text stay exact integers, not float64"),
 ]
 
 

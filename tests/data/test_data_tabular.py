@@ -237,10 +237,19 @@ def test_numbers_written_as_text_are_times():
     assert read_interactions(frame, DataConfig(time_col="ts"))["timestamp"].to_list() == [20, 10]
 
 
+def test_integer_times_written_as_text_stay_exact():
+    # nanosecond times one apart: as float64 (53-bit mantissa) they would tie, and file order would win
+    times = ["1600000000000000001", "1600000000000000000", "1600000000000000002"]
+    frame = pl.DataFrame({"user_id": [1, 1, 1], "item_id": [2, 3, 4], "ts": times})
+    assert read_interactions(frame, DataConfig(time_col="ts"))["timestamp"].to_list() == [int(x) for x in times]
+    data = load_sequence_data(DataConfig(time_col="ts", min_user_interactions=1, min_item_interactions=1), frame=frame)
+    assert data.item_vocab.decode(data.sequences[0]) == [3, 2, 4]  # in time order
+
+
 # --- files without a header line -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("first", ["1,1", "u1,7", "u1,sku-1,1600000000"])
+@pytest.mark.parametrize("first", ["1,1", "u1,7", "u1,sku-1,1600000000", "ab,ab"])  # names never repeat
 def test_headerless_file_is_named_as_such(tmp_path, first):
     path = tmp_path / "nohdr.csv"
     path.write_text(f"{first}\n1,2\n")
