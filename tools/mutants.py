@@ -1,7 +1,7 @@
 """Check that the tests can fail: plant known, plausible bugs one at a time and see each caught.
 
 Each mutant below is a one-line (or one-block) change to the library that a test must catch. They
-come from five reviews by mutation (sessions 22 and 23) that found tests which passed on broken
+come from six reviews by mutation (sessions 22 and 23) that found tests which passed on broken
 code; the test files that now catch them are named in each mutant's ``test``. The script works on a
 temporary ``git clone`` of the last commit (uncommitted changes are not seen), never on the
 working tree, and runs only each mutant's test file.
@@ -234,6 +234,37 @@ MUTANTS = [
     Mutant("M64", "src/awrsr/data/tabular.py", "        return numbers if ints.null_count() else ints",
            "        return numbers", "tests/data/test_data_tabular.py",
            "integer times written as text stay exact integers, not float64"),
+    Mutant("M65", "src/awrsr/train/batches.py", "self.pool_size = pool * batch_size", "self.pool_size = len(self.lengths)",
+           "tests/train/test_batches.py", "grouped batches are cut within pools of the given number of batches, not over the epoch"),
+    Mutant("M66", "src/awrsr/train/batches.py", 'parts) / parts, side="right")', 'parts) / parts, side="left")',
+           "tests/train/test_batches.py", "position cuts split a run into equal real positions (4 4 | 4 2 2 is not 8 | 12 vs 4)"),
+    Mutant("M67", "src/awrsr/train/batches.py", "plain_largest = int(lengths[0]) * -(-len(lengths) // parts)",
+           "plain_largest = int(lengths[0]) * (len(lengths) // parts)", "tests/train/test_batches.py",
+           "a plain batch has ceil(rows / parts) rows: equal positions that fit it need no fallback"),
+    Mutant("M68", "src/awrsr/train/batches.py", "widest = int(np.argmax(np.diff(bounds)))",
+           "widest = int(np.argmin(np.diff(bounds)))", "tests/train/test_batches.py",
+           "padded cuts halve the widest batch, never leaving an empty one"),
+    Mutant("M69", "src/awrsr/train/batches.py", "    def __len__(self) -> int:\n        return self.size\n",
+           "    def __len__(self) -> int:\n        return self.size - 1\n", "tests/train/test_batches.py",
+           "a loader's len() counts its last partial batch (Lightning takes len() batches an epoch)"),
+    Mutant("M70", "src/awrsr/train/callbacks.py", 'self._earlier_sessions_s = float(state_dict["elapsed_seconds"])',
+           "self._earlier_sessions_s = 0.0", "tests/train/test_resume.py",
+           "a resumed run's training time includes the earlier sessions'"),
+    Mutant("M71", "src/awrsr/train/callbacks.py", "        if not self._started:  # an epoch end",
+           "        if False:  # an epoch end", "tests/train/test_resume.py",
+           "an epoch end replayed on resume adds no epoch time"),
+    Mutant("M72", "src/awrsr/train/callbacks.py", '        if not trainer.sanity_checking:\n            pl_module.log("time/validation_s"',
+           '        if True:\n            pl_module.log("time/validation_s"', "tests/train/test_resume.py",
+           "the sanity check's validation is not logged as a validation time"),
+    Mutant("M73", "src/awrsr/train/callbacks.py", "        if value > self._best:", "        if value >= self._best:",
+           "tests/train/test_selection.py", "the epoch lines count a tie with the best as no gain, as early stopping does"),
+    Mutant("M74", "src/awrsr/train/callbacks.py", "int(self.early_stopping.wait_count)", "0",
+           "tests/train/test_selection.py", "the epoch lines go on from early stopping's restored count on resume"),
+    Mutant("M75", "src/awrsr/train/callbacks.py",
+           "    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:\n        self._fit_started = time.perf_counter()\n",
+           "", "tests/train/test_resume.py", "training time counts from the fit's start, not from the timer's creation"),
+    Mutant("M76", "src/awrsr/train/callbacks.py", 'self.train_seconds = list(state_dict["train_seconds"])',
+           "self.train_seconds = []", "tests/train/test_resume.py", "a resumed run keeps the earlier sessions' epoch times"),
 ]
 
 

@@ -155,3 +155,44 @@ def test_a_fit_with_grouped_batches_trains_and_resumes_like_any_other(tmp_path):
     again = tiny_run_config(tmp_path / "split", group_by_length=True, max_epochs=4, patience=4)
     resumed = fit(**again, console=Console(quiet=True), resume=True)
     assert resumed.metrics["valid"] == m["valid"] and resumed.metrics["test"] == m["test"]
+
+
+def test_even_cuts_by_hand_equal_positions_where_a_plain_batch_would_be_as_large():
+    # 8 and 8 positions (a cut one later gives 12 and 4)
+    assert even_cuts(np.array([4, 4, 4, 2, 2]), 2).tolist() == [2]
+    # 3 and 5 positions; the second batch's padded size, 2 x 3, is exactly a plain batch's of 2 rows,
+    # so equal positions need no fallback (which would give 6 and 2)
+    assert even_cuts(np.array([3, 3, 2]), 2).tolist() == [1]
+
+
+@pytest.mark.parametrize("lengths, parts", [([6, 1, 1], 3), ([4, 2, 2], 3), ([10, 1, 1, 1, 1], 4), ([9, 2, 2, 2, 2, 2, 2], 3)])
+def test_padded_cuts_give_non_empty_parts_even_where_the_fill_needs_fewer(lengths, parts):
+    from awrsr.train.batches import padded_cuts
+
+    lengths = np.array(lengths)
+    pieces = np.split(lengths, padded_cuts(lengths, parts))
+    assert len(pieces) == parts and all(len(p) for p in pieces), pieces
+
+
+def test_grouped_batches_are_cut_within_pools_of_the_given_number_of_batches():
+    from awrsr.train.batches import EpochShuffle, LengthGroupedBatches
+
+    lengths = np.random.default_rng(0).integers(2, 20, 40)
+    shuffle = EpochShuffle(40, seed=3)
+    order = list(shuffle)
+    for pool in (1, 2):
+        batches = list(LengthGroupedBatches(shuffle, lengths, batch_size=4, pool=pool))
+        pools = [set(order[i:i + 4 * pool]) for i in range(0, 40, 4 * pool)]
+        assert len(batches) == 10
+        assert all(any(set(b) <= p for p in pools) for b in batches)  # no batch mixes two pools
+    # pools of one batch: every batch is a run of four users of the epoch's permutation, as in plain batching
+    assert sorted(map(sorted, LengthGroupedBatches(shuffle, lengths, 4, pool=1))) == sorted(map(sorted, (order[i:i + 4] for i in range(0, 40, 4))))
+
+
+def test_a_loader_counts_its_last_partial_batch():
+    train = Sequences.from_lists([[i, i + 1] for i in range(1, 42)])  # 41 users: 5 full batches of 8 and one of 1
+    for grouped in (False, True):
+        loader = training_loader(train, 4, 8, seed=3, group_by_length=grouped)
+        assert len(loader) == len(list(loader)) == 6  # Lightning takes len() batches an epoch
+        assert sum(len(b[0]) for b in loader) == 41
+    assert len(training_loader(train, 4, 8, seed=3).sampler) == 41

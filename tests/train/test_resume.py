@@ -217,3 +217,40 @@ def test_the_progress_bar_counts_epochs_from_one_and_goes_on_after_a_resume(tmp_
     resumed = set(re.findall(r"Epoch \d+(?:/\d+)?", capsys.readouterr().out))
     assert first == {"Epoch 1/2", "Epoch 2/2"}  # Lightning's own bar says "Epoch 0", then "Epoch 1"
     assert resumed == {"Epoch 3/3"}
+
+
+def test_the_epoch_timer_adds_up_every_session_and_skips_an_epoch_end_replayed_on_resume(monkeypatch):
+    from types import SimpleNamespace
+
+    from awrsr.train import callbacks
+
+    now = [100.0]
+    monkeypatch.setattr(callbacks, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    logged = []
+    module = SimpleNamespace(log=lambda name, value, **kwargs: logged.append((name, float(value))))
+    first = callbacks.EpochTimer()
+    first.on_fit_start(None, module)
+    first.on_train_epoch_start(None, module)
+    now[0] += 3.0
+    first.on_train_epoch_end(None, module)
+    first.on_validation_epoch_start(None, module)
+    now[0] += 1.0
+    first.on_validation_epoch_end(SimpleNamespace(sanity_checking=False), module)
+    assert logged == [("time/train_epoch_s", 3.0), ("time/validation_s", 1.0)]
+    saved = first.state_dict()  # in the epoch's checkpoint
+    assert saved == {"train_seconds": [3.0], "elapsed_seconds": 4.0}
+
+    second = callbacks.EpochTimer()  # made before the data is read
+    now[0] += 50.0  # between the sessions and before the fit starts: not training time
+    second.load_state_dict(saved)
+    second.on_fit_start(None, module)
+    second.on_validation_epoch_start(None, module)
+    now[0] += 0.5
+    second.on_validation_epoch_end(SimpleNamespace(sanity_checking=True), module)  # the sanity check: not logged
+    second.on_train_epoch_end(None, module)  # the restored epoch's end, replayed with no start in this session
+    second.on_train_epoch_start(None, module)
+    now[0] += 2.0
+    second.on_train_epoch_end(None, module)
+    assert logged[2:] == [("time/train_epoch_s", 2.0)]
+    assert second.train_seconds == [3.0, 2.0]
+    assert second.elapsed_seconds == 4.0 + 2.5  # both sessions' time, not the time between them

@@ -114,3 +114,25 @@ def test_the_epoch_training_loss_is_a_mean_per_scored_position():
     module._accumulate({"loss": torch.tensor(1.0)}, torch.tensor([[0, 0, 0]]))  # none: weight 1, no 0 / 0
     module.on_train_epoch_end()
     assert logged["train/loss"] == 1.0
+
+
+def test_epoch_lines_count_a_tie_as_no_gain_and_go_on_from_early_stoppings_count(capsys):
+    from types import SimpleNamespace
+
+    from awrsr.train.callbacks import EpochLines
+
+    early_stopping = SimpleNamespace(best_score=torch.tensor(0.3), wait_count=1, patience=3)  # as restored on resume
+    lines = EpochLines("val/ndcg@10", early_stopping)
+    trainer = SimpleNamespace(sanity_checking=False, max_epochs=10, current_epoch=4, callback_metrics={})
+    lines.on_train_start(trainer, None)
+    for epoch, value in [(4, 0.3), (5, 0.25), (6, 0.4)]:
+        trainer.current_epoch, trainer.callback_metrics = epoch, {"val/ndcg@10": torch.tensor(value)}
+        lines.on_validation_end(trainer, None)
+    trainer.sanity_checking = True  # a sanity check's value is no epoch
+    lines.on_validation_end(trainer, None)
+    out = [line.rsplit(",", 1)[0] for line in capsys.readouterr().out.splitlines()]
+    assert out == [
+        "epoch 5/10: valid ndcg@10 0.3000, best 0.3000, 2 of patience 3 without a gain",
+        "epoch 6/10: valid ndcg@10 0.2500, best 0.3000, 3 of patience 3 without a gain",
+        "epoch 7/10: valid ndcg@10 0.4000, best 0.4000, 0 of patience 3 without a gain",
+    ]
