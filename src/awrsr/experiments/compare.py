@@ -20,8 +20,7 @@ from rich.console import Console
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
-    DataFingerprints, check_finished_runs, check_fixed_not_varied, data_config_key, finished_run, option_args,
-    run_or_reuse, run_status,
+    DataFingerprints, check_finished_runs, data_config_key, finished_run, option_args, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
@@ -94,9 +93,9 @@ def check_variant_names(names: Sequence[str]) -> None:
             )
 
 
-def check_seeds(seeds: Sequence[int], options: Mapping[str, Mapping[str, Any]]) -> None:
+def check_seeds(seeds: Sequence[int], options: Mapping[str, Mapping[str, Any]], extra: Mapping[str, Any]) -> None:
     """Seeds are the comparison's own axis: at least one, each once and in numpy's range, and none
-    set by a variant."""
+    set by a variant or by ``--set`` (``extra``)."""
     if not seeds:
         raise ConfigError("seeds: none given; a comparison needs at least one, e.g. --seeds [42,43,44]")
     repeated = sorted(seed for seed, count in Counter(seeds).items() if count > 1)
@@ -108,6 +107,8 @@ def check_seeds(seeds: Sequence[int], options: Mapping[str, Mapping[str, Any]]) 
     for name, variant in options.items():
         if "train.seed" in variant:
             raise ConfigError(f"variant {name!r} sets train.seed; the comparison's seeds are given by --seeds")
+    if "train.seed" in extra:
+        raise ConfigError("--set train.seed: --seeds sets it too; give it in one place only")
 
 
 def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -186,10 +187,8 @@ def run_compare(
         raise ConfigError(f"length_edges: {err}") from None
     base, options = variant_options(variants, key, base)
     options, references = split_references(options, base)
-    check_seeds(seeds, options)
+    check_seeds(seeds, options, extra or {})
     label = "model" if isinstance(variants, Mapping) else key
-    # --set gives every run's options, which a variant may change for itself; the seed it can never give
-    check_fixed_not_varied(extra or {}, {"--seeds": ["train.seed"]})
     # every variant must build, and differ from its reference in effect, before any trains
     resolved = {name: check_variant(config, {**(extra or {}), **variant}, name) for name, variant in options.items()}
     check_variants_differ(resolved, references)

@@ -38,23 +38,6 @@ def parse_sets(sets: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
-def check_fixed_not_varied(fixed: dict[str, Any], varied: dict[str, Iterable[str]]) -> None:
-    """A ConfigError for a ``--set`` key that a grid or a variant also sets: one of the two
-    would be silently ignored (and a run's directory names only the varied value).
-
-    ``varied`` maps what varies (``"the search space"``, ``"variant 'simp'"``) to its keys.
-
-    >>> check_fixed_not_varied({"train.lr": "0.1"}, {"the search space": ["model.dropout"]})
-    >>> check_fixed_not_varied({"train.lr": "0.1"}, {"the search space": ["train.lr"]})
-    Traceback (most recent call last):
-    awrsr.errors.ConfigError: --set train.lr: the search space sets it too; give it in one place only
-    """
-    for where, keys in varied.items():
-        for key in keys:
-            if key in fixed:
-                raise ConfigError(f"--set {key}: {where} sets it too; give it in one place only")
-
-
 RESOLVED_SECTIONS = ("data", "model", "train", "evaluation")
 # A finished run is reused whatever machine trained it (threads, accelerator, progress bar), and,
 # where its data is checked by fingerprint (``DataFingerprints``), wherever its data file lay.

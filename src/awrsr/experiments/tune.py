@@ -29,9 +29,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from awrsr.errors import ConfigError, TrainingDiverged, UnknownNameError
-from awrsr.experiments.runs import (
-    DataFingerprints, check_finished_runs, check_fixed_not_varied, known_keys, option_args, run_or_reuse,
-)
+from awrsr.experiments.runs import DataFingerprints, check_finished_runs, known_keys, option_args, run_or_reuse
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
 from awrsr.strict_yaml import check_unique_keys
@@ -75,7 +73,11 @@ def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str,
     """A ConfigError now for a value of the space that is wrong on its own (a misspelt name, a
     value of the wrong type): its trials would all be skipped, and the search would quietly run
     without it. Values that fail only with the base's other settings (3 heads of a hidden size of
-    64) may fit other values of the grid; their trials are skipped one by one."""
+    64) may fit other values of the grid; their trials are skipped one by one. A key both in the
+    space and in ``extra`` is refused: one of the two would be ignored."""
+    for key in space:
+        if key in extra:
+            raise ConfigError(f"--set {key}: the search space sets it too; give it in one place only")
     from awrsr.models import build_model
     from awrsr.run_config import load_fit_config
 
@@ -120,7 +122,6 @@ def run_tune(
     if max_trials is not None and max_trials < 1:
         raise ConfigError(f"max_trials must be >= 1, got {max_trials}")
     check_fixed_options(config, extra or {})
-    check_fixed_not_varied(extra or {}, {"the search space": space})
     check_grid_values(config, space, extra or {})
     trials = grid(space)
     if max_trials is not None and max_trials < len(trials):
