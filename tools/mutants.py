@@ -266,6 +266,8 @@ MUTANTS = [
            "", "tests/train/test_resume.py", "training time counts from the fit's start, not from the timer's creation"),
     Mutant("M76", "src/awrsr/train/callbacks.py", 'self.train_seconds = list(state_dict["train_seconds"])',
            "self.train_seconds = []", "tests/train/test_resume.py", "a resumed run keeps the earlier sessions' epoch times"),
+    Mutant("M77", "src/awrsr/data/tabular.py", "return row + 1 + int(self.has_header)", "return row + 1",
+           "tests/data/test_data_tabular.py", "a line worked out from the row number counts the header line"),
 ]
 
 

@@ -406,6 +406,15 @@ def test_a_line_of_separators_is_not_blank(tmp_path, name, text, line):
         read_interactions(path, DataConfig())
 
 
+def test_a_line_past_what_the_csv_module_reads_is_still_counted_after_the_header(tmp_path):
+    # A value over the csv module's field limit stops it; the line is then worked out from the
+    # row number, which must still count the header line.
+    path = tmp_path / "huge.csv"
+    path.write_text("user_id,item_id\n1,10\n1," + "x" * 200_000 + "\n,12\n")
+    with pytest.raises(DataError, match=r"huge.csv:4: column 'user_id' \(data.user_col\) is empty"):
+        read_interactions(path, DataConfig())
+
+
 @pytest.mark.parametrize("sep", [",", "\t"])
 def test_spaces_around_ids_are_not_part_of_them(tmp_path, sep):
     path = tmp_path / ("events.csv" if sep == "," else "events.tsv")
