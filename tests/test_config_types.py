@@ -25,6 +25,9 @@ from awrsr.train import TrainConfig
     # NaN passes "weight_decay < 0" and failed inside torch's Adam; inf "diverged", blaming the lr
     (lambda: TrainConfig(weight_decay=float("nan")), "train.weight_decay must be a finite number, got nan"),
     (lambda: TrainConfig(lr=float("inf")), "train.lr must be a finite number, got inf"),
+    # True is an int to Python, but no number a config means: it would train at lr 1.0
+    (lambda: TrainConfig(lr=True), "train.lr must be a finite number, got True"),
+    (lambda: ModelConfig(refine="simp", refine_init_std=False), "model.refine_init_std must be a finite number, got False"),
     (lambda: ModelConfig(refine="simp", refine_init_std=np.float64("-inf")), "model.refine_init_std must be a finite number, got -inf"),
     (lambda: EvalConfig(ks=10), "evaluation.ks must be a list of integers, got 10"),
     (lambda: EvalConfig(filter_seen="false"), "evaluation.filter_seen must be true or false, got 'false'"),

@@ -122,3 +122,30 @@ def test_a_utf8_byte_order_mark_is_no_part_of_the_config(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_bytes(b"\xef\xbb\xbftrain: {lr: 0.01}\n")
     assert load_fit_config(["--config", str(config)])["train"].lr == 0.01
+
+
+def test_a_trailing_config_without_its_file_is_the_parsers_one_line_error(capsys):
+    check_config_files(["fit", "--config"])  # nothing to read: the parser says what is missing
+    code, _, err = run_cli(capsys, "fit", "--config")
+    assert code == 2 and err.startswith("awrsr: error: argument --config: expected one argument"), err
+
+
+def test_an_unclosed_bracket_is_named_where_it_opened_not_at_the_end_of_the_file():
+    with pytest.raises(ConfigError, match=r"^x.yaml, line 2, column 8: not valid YAML: expected ',' or '\]', but got '<stream end>'$"):
+        check_unique_keys("model: {max_len: 8}\ntrain: [1, 2\n\n\n", "x.yaml")
+
+
+def test_a_section_may_name_a_file_that_holds_its_settings(tmp_path):
+    (tmp_path / "model.yaml").write_text("max_len: 7\nhidden_size: 16\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"model: {tmp_path / 'model.yaml'}\ntrain: {{lr: 0.01}}\n")
+    resolved = load_fit_config(["--config", str(config)])
+    assert (resolved["model"].max_len, resolved["model"].hidden_size, resolved["train"].lr) == (7, 16, 0.01)
+
+
+def test_only_a_fit_config_is_held_to_the_fit_sections(tmp_path):
+    other = tmp_path / "tune.yaml"  # another command's own config: its keys are its parser's to judge
+    other.write_text("trials: 3\nspace: space.yaml\n")
+    check_config_files(["tune", "--config", str(other)])
+    with pytest.raises(ConfigError, match="tune.yaml, line 1: unknown section 'trials'"):
+        check_config_files(["fit", "--config", str(other)], fit=True)

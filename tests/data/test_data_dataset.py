@@ -100,3 +100,25 @@ def test_impossible_config_values(options, field):
 
 def test_config_accepts_synthetic_mapping():
     assert DataConfig(synthetic={"num_users": 5}).synthetic == SyntheticConfig(num_users=5)
+
+
+def test_the_stats_table_puts_each_number_in_its_row():
+    stats = DatasetStats(
+        source="events.csv", users=1234, items=567, interactions=8901, min_length=3, median_length=6.5, mean_length=7.2134,
+        max_length=40, density=0.012718, kcore="5-core users / 5-core items", removed_users=12, removed_items=34,
+        removed_interactions=5678, duplicates="first", duplicates_removed=2345,
+    )
+    out = io.StringIO()
+    print_stats(stats, Fingerprint(users=1234, items=567, interactions=8901, sha256="0123456789abcdef" * 4),
+                console=Console(file=out, width=200))
+    rows = {cells[0]: cells[1] for cells in (
+        [cell.strip() for cell in line.strip("│ ").split("│")] for line in out.getvalue().splitlines() if line.count("│") == 3)}
+    assert rows == {
+        "source": "events.csv", "users": "1,234", "items": "567", "interactions": "8,901",
+        "sequence length min / median / mean / max": "3 / 6.5 / 7.21 / 40",
+        "density": "1.2718%",
+        "duplicates": "first (2,345 removed)",
+        "k-core": "5-core users / 5-core items",
+        "removed by k-core (users / items / interactions)": "12 / 34 / 5,678",
+        "fingerprint": "1,234 users / 567 items / 8,901 interactions, sha256 0123456789ab",
+    }

@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from awrsr.data import DataConfig, SyntheticConfig, load_sequence_data, make_synthetic_interactions
-from awrsr.data.synthetic import planted_successors, successor_cycle
+from awrsr.data.synthetic import planted_successors, popularity, successor_cycle
 from awrsr.errors import ConfigError
 
 
@@ -74,3 +74,28 @@ def test_default_config_loads_through_the_pipeline():
 def test_impossible_synthetic_values(field, value):
     with pytest.raises(ConfigError, match=f"data.synthetic.{field}"):
         SyntheticConfig(**{"min_length": 10, field: value})
+
+
+def test_popularity_is_one_over_rank_normalised():
+    """Weights 1/1, 1/2, 1/3, 1/4 over H_4 = 25/12, in an order drawn from the generator."""
+    probabilities = popularity(4, np.random.default_rng(0))
+    assert np.allclose(sorted(probabilities, reverse=True), [12 / 25, 6 / 25, 4 / 25, 3 / 25])
+
+
+def test_jumps_follow_the_popularity_and_first_items_are_any_item():
+    cfg = SyntheticConfig(num_users=2000, num_items=10, min_length=10, max_length=10, follow_prob=0.0, seed=5)
+    frame = make_synthetic_interactions(cfg)
+    rng = np.random.default_rng(cfg.seed)  # the draws make_synthetic_interactions makes first
+    successor_cycle(cfg.num_items, rng)
+    pop = popularity(cfg.num_items, rng)
+    later = frame.filter(pl.int_range(pl.len()).over("user") > 0)["item"].to_numpy()
+    shares = np.bincount(later - 1, minlength=10) / len(later)
+    assert np.abs(shares - pop).max() < 0.02  # the most popular is drawn 1 / H_10 = 34% of the time, not 10%
+    first = frame.group_by("user", maintain_order=True).first()["item"].to_numpy()
+    assert sorted(set(first.tolist())) == list(range(1, 11))  # item 1 (index 0) can start a history too
+
+
+def test_lengths_reach_both_bounds():
+    frame = make_synthetic_interactions(SyntheticConfig(num_users=300, num_items=40, min_length=5, max_length=9))
+    lengths = frame.group_by("user").len()["len"]
+    assert (lengths.min(), lengths.max()) == (5, 9)

@@ -1,0 +1,48 @@
+"""run_config's helpers: which fields of a stored run differ from a wanted config, which options
+nothing reads, and when errors show their traceback."""
+
+import pytest
+
+from awrsr.models import ModelConfig
+from awrsr.run_config import changed_fields, config_differences, debugging, inert_options
+from awrsr.train import TrainConfig
+
+
+def test_changed_fields_compare_each_field_with_the_stored_one():
+    stored = {"model": {"max_len": 20, "hidden_size": 64, "refine_blocks": [0, 1]}, "train": {"lr": 0.01, "max_epochs": 5}}
+    wanted = {"model": ModelConfig(max_len=30, refine="simp", refine_blocks=[0, 1]), "train": TrainConfig(lr=0.01, max_epochs=9)}
+    # refine is not stored: the stored run had the default ("none"); refine_blocks are equal
+    assert changed_fields(stored, wanted) == {
+        "model.max_len": (20, 30), "model.refine": ("none", "simp"), "train.max_epochs": (5, 9)}
+    assert changed_fields(stored, wanted, ignore={"train": {"max_epochs"}, "model": {"refine"}}) == {"model.max_len": (20, 30)}
+    assert config_differences(stored, {"train": wanted["train"]}) == ["train.max_epochs (5 -> 9)"]
+
+
+def test_a_field_the_stored_config_lacks_counts_as_its_default():
+    """A run written before the field existed ran with its default: only another value differs."""
+    stored = {"model": {"max_len": 50}}  # no mask_prob, no norm_eps
+    assert changed_fields(stored, {"model": ModelConfig()}) == {}
+    assert changed_fields(stored, {"model": ModelConfig(mask_prob=0.5)}) == {"model.mask_prob": (0.2, 0.5)}
+    assert changed_fields({}, {"train": TrainConfig()}) == {}  # a whole section missing
+
+
+def test_an_option_is_inert_exactly_where_its_reader_is_absent():
+    # M_value's form is read by M_value alone, not by every refinement
+    assert inert_options(ModelConfig(refine="simp", refine_value_form="literal"), TrainConfig()) == {
+        "model.refine_value_form": "model.refine 'value'"}
+    # every loss but the full softmax draws negatives
+    for loss in ("bce", "sampled_softmax"):
+        assert inert_options(ModelConfig(), TrainConfig(loss=loss, num_negatives=5)) == {}, loss
+    assert inert_options(ModelConfig(), TrainConfig(num_negatives=5)) == {"train.num_negatives": "a train.loss other than 'ce'"}
+
+
+@pytest.mark.parametrize("environment, expected", [
+    ({}, False), ({"AWRSR_DEBUG": "0"}, False), ({"AWRSR_DEBUG": ""}, False), ({"JSONARGPARSE_DEBUG": "0"}, False),
+    ({"AWRSR_DEBUG": "1"}, True), ({"JSONARGPARSE_DEBUG": "true"}, True),
+])
+def test_awrsr_debug_0_means_off(monkeypatch, environment, expected):
+    for name in ("AWRSR_DEBUG", "JSONARGPARSE_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert debugging() is expected
