@@ -154,3 +154,136 @@ def test_the_paired_test_needs_one_value_per_seed_on_both_sides():
     # not truncated to the first two pairs, whose equal differences would give p = 1 silently
     with pytest.raises(ValueError, match="one value per seed on both sides"):
         paired_p_value([0.1, 0.2, 0.5], [0.1, 0.2])
+
+
+def run_record(variant, seed, values, best_epoch=2, epochs=5, epoch_s=1.0, filter_seen=True):
+    """A finished run with its own value per metric (``values``: metric -> value)."""
+    return {"variant": variant, "seed": seed, "run_dir": f"/nowhere/{variant}/seed-{seed}", "metrics": {
+        "test": dict(values), "selection": {"best_epoch": best_epoch, "epochs_trained": epochs},
+        "time": {"mean_epoch_s": epoch_s}, "protocol": {"filter_seen": filter_seen}, "machine": {"device": "cpu"}}}
+
+
+def test_runs_csv_puts_each_value_under_its_own_header(tmp_path):
+    values = {"hr@1": 0.1, "hr@5": 0.5, "ndcg@5": 0.3, "ndcg@10": 0.4, "mrr": 0.2}
+    records = [run_record("none", 1, values, best_epoch=2, epochs=5), run_record("add", 1, values, best_epoch=3, epochs=7)]
+    write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine")
+    rows = list(csv.DictReader((tmp_path / "runs.csv").read_text().splitlines()))
+    assert [(r["variant"], r["seed"], r["best_epoch"], r["epochs"]) for r in rows] == [
+        ("none", "1", "2", "5"), ("add", "1", "3", "7")]
+    assert {m: float(rows[0][f"test_{m}"]) for m in values} == values
+
+
+def test_table_md_rows_by_hand(tmp_path):
+    """The base (3 runs) shows its plain count and no improvement; a variant with one run shows no
+    spread; s / epoch is the mean over a variant's runs."""
+    records = [rec("none", 1, 0.10), rec("none", 2, 0.20), rec("none", 3, 0.40), rec("add", 2, 0.22)]
+    for r, seconds in zip(records, (1.0, 2.0, 6.0, 4.0)):
+        r["metrics"]["time"]["mean_epoch_s"] = seconds
+    table = tabulate(records, base="none")
+    write_outputs(records, table, tmp_path, "model.refine")
+    md = (tmp_path / "table.md").read_text()
+    assert "(full ranking, seen items filtered)" in md
+    lines = md.splitlines()
+    assert lines[4] == "| none | " + " | ".join(["0.2333 ± 0.1528"] * 4) + " | 3 | 3.0 |"
+    assert lines[5] == "| add | " + " | ".join(["0.2200 (+10.00%, p=n/a)"] * 4) + " | 1 | 4.0 |"
+    rows = {r["variant"]: r for r in csv.DictReader((tmp_path / "table.csv").read_text().splitlines())}
+    assert (rows["none"]["runs"], rows["none"]["pairs"]) == ("3", "0")
+    assert (rows["add"]["runs"], rows["add"]["pairs"]) == ("1", "1")
+
+
+def test_table_md_says_whether_seen_items_were_filtered(tmp_path):
+    for switches, said in (((False, False), "seen items NOT filtered"), ((True, False), "MIXED seen-item filtering")):
+        records = [run_record(v, 1, {m: 0.1 for m in METRICS}, filter_seen=f) for v, f in zip(("none", "add"), switches)]
+        write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine")
+        assert f"(full ranking, {said})" in (tmp_path / "table.md").read_text()
+
+
+def test_a_variant_without_a_seed_shared_with_the_base_is_no_reference(tmp_path):
+    records = [rec("none", 1, 0.10), rec("add", 2, 0.22)]
+    table = tabulate(records, base="none")
+    add = table["add"]["ndcg@5"]
+    assert not add.is_reference and (add.runs, add.pairs) == (1, 0) and math.isnan(add.improvement)
+    assert table["none"]["ndcg@5"].is_reference
+    write_outputs(records, table, tmp_path, "model.refine")
+    assert "| add | 0.2200 (no seed shared with the base) |" in (tmp_path / "table.md").read_text()
+
+
+def test_seeds_are_numpys_range_and_names_are_directory_names():
+    from awrsr.errors import ConfigError
+    from awrsr.experiments.compare import check_seeds, check_variant_names, value_name
+
+    check_seeds([0, 2**32 - 1], {}, {})
+    with pytest.raises(ConfigError, match=r"got 4294967296"):
+        check_seeds([2**32], {}, {})
+    for name in (".", "..", "", "a/b"):
+        with pytest.raises(ConfigError, match="cannot be a directory name"):
+            check_variant_names([name])
+    check_variant_names(["...", ".5", "1e-05"])
+    assert [value_name(v) for v in (None, True, False, 0.1, "simp")] == ["null", "true", "false", "0.1", "simp"]
+
+
+def test_a_stale_table_by_length_is_removed_when_none_can_be_made(monkeypatch, tmp_path, config):
+    fake_runs(monkeypatch, [])
+    out = tmp_path / "c"
+    out.mkdir()
+    for name in ("by_length.md", "by_length.csv"):
+        (out / name).write_text("an older comparison's table")
+    run_compare(config, ["add"], [1], out, console=QUIET)  # the runs' records lie nowhere: no breakdown
+    assert (out / "table.md").is_file()
+    assert not (out / "by_length.md").exists() and not (out / "by_length.csv").exists()
+
+
+def scripted_length_runs(monkeypatch, ranks, lengths, fingerprints=None):
+    """by_length's inputs replaced: ``ranks[(variant, seed)]`` per test user, ``lengths[variant]``
+    (default ``lengths["*"]``) and each variant's data fingerprint (default "fp")."""
+    fingerprints = fingerprints or {}
+
+    def variant_seed(run_dir):
+        return Path(run_dir).parent.name, int(Path(run_dir).name[5:])
+
+    monkeypatch.setattr(by_length, "held_out_history_lengths", lambda run_dir, cache=None: (
+        fingerprints.get(variant_seed(run_dir)[0], "fp"), np.array(lengths.get(variant_seed(run_dir)[0], lengths["*"]))))
+    monkeypatch.setattr(by_length, "held_out_ranks", lambda run_dir, recompute=True: np.array(ranks[variant_seed(run_dir)]))
+    return [{"variant": v, "seed": s, "run_dir": f"/x/{v}/seed-{s}"} for v, s in ranks]
+
+
+def test_by_length_compares_a_variant_with_its_own_reference(monkeypatch):
+    # HR@1 of two users (lengths 3 and 8, one per bucket): L1 scores 0, L2 1/2, L2+add 1
+    ranks = {("L1", 1): [2, 2], ("L1", 2): [2, 2], ("L2", 1): [1, 2], ("L2", 2): [2, 1],
+             ("L2+add", 1): [1, 1], ("L2+add", 2): [1, 1]}
+    records = scripted_length_runs(monkeypatch, ranks, {"*": [3, 8]})
+    references = {"L1": "L1", "L2": "L2", "L2+add": "L2"}
+    _, rows, _ = by_length.length_table(records, references, "L1", edges=[5], metric="hr@1")
+    short = rows["L2+add"].cells[0]
+    # bucket 1-5: [1, 1] vs L2's [1, 0]: +100 %, not an improvement over L1's 0 (n/a)
+    assert short["improvement"] == pytest.approx(100.0) and short["pairs"] == 2
+    assert math.isnan(rows["L2"].cells[0]["improvement"]) and rows["L2"].note == ""
+
+
+def test_by_length_markdown_by_hand(monkeypatch, tmp_path):
+    """One user per bucket (lengths 3 and 8, edges [5]); HR@1. The base has seeds 1-3, 'add' seeds
+    2-4 (two shared), 'one' seed 1 only (one pair: no p-value), 'other' ran on other data, whose
+    user lies in a bucket no other variant has."""
+    ranks = {("none", 1): [2, 1], ("none", 2): [2, 1], ("none", 3): [1, 1],
+             ("add", 2): [1, 1], ("add", 3): [1, 1], ("add", 4): [2, 1],
+             ("one", 1): [1, 1], ("other", 1): [1, 1]}
+    records = scripted_length_runs(monkeypatch, ranks, {"*": [3, 8], "other": [3, 30]}, {"other": "fp2"})
+    references = {"none": "none", "add": "none", "one": "none", "other": "none"}
+    md = by_length.write_length_tables(records, references, "none", tmp_path, edges=[5, 10], metric="hr@1").read_text()
+    lines = md.splitlines()
+    assert lines[2] == "| model | 1-5 (1 user) | 6-10 (1 user) | >10 (0 users) | seeds |"
+    # add, bucket 1-5: mean of [1, 1, 0]; on seeds 2, 3: [1, 1] vs [0, 1]: +100 %, differences [1, 0]: p = 0.5
+    assert lines[5] == "| add | 0.6667 (+100.0%, p=0.50) | 1.0000 (+0.0%, p=1.00) | - | 3 (2 paired) |"
+    assert lines[6] == "| one | 1.0000 (n/a) | 1.0000 (+0.0%) | - | 1 |"  # base seed 1 scores 0 in 1-5
+    assert lines[7] == "| other (other data than none) | 1.0000 | - | 1.0000 | 1 |"
+    rows = list(csv.DictReader((tmp_path / "by_length.csv").read_text().splitlines()))
+    assert [(r["variant"], r["bucket"], r["users"]) for r in rows if r["variant"] == "other"] == [
+        ("other", "1-5", "1"), ("other", ">10", "1")]
+    add = [r for r in rows if r["variant"] == "add"][0]
+    assert (add["runs"], add["pairs"]) == ("3", "2")
+
+
+def test_length_edges_must_increase_strictly():
+    for edges in ([5, 5], [10, 5], [0, 5], []):
+        with pytest.raises(ValueError, match="positive and increasing"):
+            by_length.bucket_labels(edges)

@@ -672,3 +672,103 @@ def test_tune_skips_a_trial_that_diverges(base_config, tmp_path, monkeypatch):
     best = run_tune(base_config, {"train.lr": [0.1, 0.01]}, tmp_path, extra=parse_sets(TINY), console=Console(file=shown, width=300))
     assert best["train.lr"] == 0.01
     assert "skipped {'train.lr': 0.1}: training diverged in epoch 1" in shown.getvalue()
+
+
+def test_a_finished_run_is_reused_only_with_the_same_evaluation_protocol(tmp_path):
+    """Evaluation settings are part of a run's configuration: a finished run evaluated without
+    seen-item filtering must not stand in for one that filters (its metrics mean something else)."""
+    from dataclasses import asdict
+
+    from awrsr.experiments.runs import RESOLVED_SECTIONS, finished_run
+
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    run_dir = tmp_path / "run"
+    resolved, metrics = finished_run(str(base), {"train.seed": 1}, run_dir)
+    assert metrics is None  # nothing there yet
+    stored = {s: asdict(resolved[s]) for s in RESOLVED_SECTIONS}
+    run_dir.mkdir()
+    (run_dir / "metrics.json").write_text('{"test": {}}')
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(stored))
+    assert finished_run(str(base), {"train.seed": 1}, run_dir)[1] == {"test": {}}  # the same config: reused
+    stored["evaluation"]["filter_seen"] = False
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(stored))
+    with pytest.raises(ArtifactError, match=r"another configuration \(differs in evaluation.filter_seen"):
+        finished_run(str(base), {"train.seed": 1}, run_dir)
+
+
+def test_an_unfinished_runs_status(tmp_path):
+    from awrsr.experiments.runs import run_status
+
+    run_dir = tmp_path / "run"
+    assert run_status(run_dir) == "not started"
+    run_dir.mkdir()
+    (run_dir / "metrics.csv").write_text("epoch\n")
+    assert run_status(run_dir) == "interrupted, with no checkpoint here; it starts again"
+    (run_dir / "checkpoints").mkdir()
+    (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"x")
+    assert run_status(run_dir) == "interrupted; it resumes"
+
+
+def test_compare_accepts_a_variant_that_also_sets_an_option_no_model_reads(tmp_path):
+    """Only a variant whose every change is inert is refused: one that changes the refinement and,
+    besides, an option SASRec never reads still trains another model."""
+    from awrsr.experiments.compare import check_variant, check_variants_differ
+
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    options = {"plain": {}, "simp": {"model.refine": "simp", "model.mask_prob": 0.5}}
+    resolved = {name: check_variant(str(base), variant, name) for name, variant in options.items()}
+    check_variants_differ(resolved, {"plain": "plain", "simp": "plain"})
+
+
+def test_a_runs_lengths_come_from_the_data_it_was_trained_on(tmp_path):
+    """by_length reads the run's data again; data other than the fingerprint stored with the run
+    is refused (its users' history lengths would not match the stored ranks)."""
+    from awrsr.data import DataConfig, SyntheticConfig, load_sequence_data
+    from awrsr.experiments.by_length import held_out_history_lengths
+
+    data = DataConfig(synthetic=SyntheticConfig(num_users=40, num_items=10))
+    sha = load_sequence_data(data).fingerprint.sha256
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"data": {"synthetic": {"num_users": 40, "num_items": 10}}}))
+    (run_dir / "metrics.json").write_text(json.dumps({"dataset": {"sha256": sha}}))
+    fingerprint, lengths = held_out_history_lengths(run_dir)
+    assert fingerprint == sha and len(lengths) == 40
+    (run_dir / "metrics.json").write_text(json.dumps({"dataset": {"sha256": "0" * 64}}))
+    with pytest.raises(ArtifactError, match="not the dataset this run was trained on"):
+        held_out_history_lengths(run_dir)
+
+
+def test_a_moved_data_path_is_excused_only_where_the_data_can_be_checked(tmp_path):
+    """data.path may differ from a finished run's when the data read now has the run's
+    fingerprint; where the data cannot be read here, the path is compared as any option is."""
+    from dataclasses import asdict
+
+    from awrsr.experiments.runs import RESOLVED_SECTIONS, DataFingerprints, finished_run
+
+    base = tmp_path / "base.yaml"
+    base.write_text(f"data: {{path: {tmp_path / 'a.csv'}}}\ntrain: {{max_epochs: 1}}\n")
+    run_dir = tmp_path / "run"
+    resolved = finished_run(str(base), {}, run_dir)[0]
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({s: asdict(resolved[s]) for s in RESOLVED_SECTIONS}))
+    (run_dir / "metrics.json").write_text(json.dumps({"dataset": {"sha256": "a" * 64}}))
+    moved = {"data.path": str(tmp_path / "elsewhere" / "a.csv")}  # no file there: no fingerprint now
+    with pytest.raises(ArtifactError, match=r"another configuration \(differs in data.path"):
+        finished_run(str(base), moved, run_dir, DataFingerprints())
+
+
+def test_run_options_are_written_as_the_config_reads_them():
+    """A variant's options become command-line arguments: null must come back as None (a variants
+    file's ``data.path: null`` for synthetic data), not as the path 'None'."""
+    from awrsr.run_config import load_fit_config
+
+    args = option_args({"data.path": None, "model.refine_per_head": True, "train.lr": 0.01})
+    assert args == ["--data.path", "null", "--model.refine_per_head", "true", "--train.lr", "0.01"]
+    resolved = load_fit_config(args)
+    assert resolved["data"].path is None and resolved["model"].refine_per_head is True and resolved["train"].lr == 0.01
+    assert parse_sets([" train.lr = 0.1 "]) == {"train.lr": "0.1"}
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_sets(["=0.1"])

@@ -299,3 +299,140 @@ def test_a_comparison_draws_the_runs_its_table_holds_and_no_others(tmp_path):
     (tmp_path / "runs.csv").unlink()  # without a table: every finished seed
     assert {k: [p.name for p in v] for k, v in _runs_to_draw(tmp_path, tmp_path / "figures").items()} == {
         "1e-05": ["seed-1"], "add": ["seed-1", "seed-2"], "none": ["seed-1", "seed-2"], "simp": ["seed-1"]}
+
+
+def captured_figures(monkeypatch):
+    """The figures figures.py closes, kept for inspection."""
+    from awrsr.experiments import figures
+
+    drawn = []
+    monkeypatch.setattr(figures.plt, "close", drawn.append)
+    return drawn
+
+
+def test_attention_heatmap_shows_the_users_last_positions(monkeypatch, tmp_path):
+    from awrsr.experiments.figures import AttentionCase, plot_attention
+
+    model = build_tiny("sasrec", "dot", "none", num_blocks=1).eval()
+    inputs = torch.tensor([[0, 0, 0, 3, 4, 5, 6, 7]])  # 5 items after 3 padding slots
+    drawn = captured_figures(monkeypatch)
+    plot_attention(AttentionCase(model, inputs, 4, "t"), tmp_path / "a.png")
+    with torch.no_grad():
+        weights = model.encode(inputs, need_weights=True)[1][0].base[0, 0]
+    shown = np.asarray(drawn[0].axes[0].images[0].get_array())
+    assert shown.shape == (4, 4)
+    np.testing.assert_allclose(shown, weights[-4:, -4:].numpy())  # the last 4 items, no padding
+
+
+def test_attention_case_holds_the_chosen_users_history(trained_run):
+    from awrsr.data import leave_one_out
+    from awrsr.infer import load_artifact
+    from awrsr.workflows import load_run_data
+
+    artifact = load_artifact(trained_run.run_dir)
+    test = leave_one_out(load_run_data(artifact)).test
+    lengths = test.history.lengths
+    short = int(np.flatnonzero(lengths < 15)[0])  # a user with fewer items than the 15 drawn
+    for user in (short, 299):
+        case = attention_case(trained_run.run_dir, user=user)
+        expected = test.history.select(np.array([user])).to_padded(artifact.model_config.max_len)
+        assert torch.equal(case.inputs, torch.from_numpy(expected))
+        k = min(15, int(lengths[user]))
+        assert case.positions == k and case.title.endswith(f"last {k} positions")
+
+
+def test_the_default_user_is_the_first_with_enough_items():
+    from awrsr.experiments.figures import _pick_user
+
+    assert _pick_user(np.array([3, 15, 20]), None, 15) == 1  # 15 items are enough for the last 15
+    assert _pick_user(np.array([3, 9, 4]), None, 15) == 1  # none has 15: the longest
+    assert _pick_user(np.array([3, 9, 4]), 2, 15) == 2
+    for user in (3, -1):
+        with pytest.raises(ConfigError, match=f"--user {user} is out of range"):
+            _pick_user(np.array([3, 9, 4]), user, 15)
+
+
+def test_ndcg_band_spans_the_lowest_to_the_highest_seed(tmp_path, monkeypatch):
+    from awrsr.experiments import figures
+
+    ranks = {tmp_path / "a": np.array([1, 1]), tmp_path / "b": np.array([2, 2]), tmp_path / "c": np.array([30, 30])}
+    monkeypatch.setattr(figures, "_test_ranks", lambda run_dir, data_path: ranks[run_dir])
+    drawn = captured_figures(monkeypatch)
+    figures.plot_ndcg_at_n({"x": list(ranks)}, tmp_path / "n.png", max_n=3)
+    ax = drawn[0].axes[0]
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [1 / 3, (1 + 1 / np.log2(3)) / 3, (1 + 1 / np.log2(3)) / 3])
+    band = ax.collections[0].get_paths()[0].vertices
+    # seed c never hits (0), seed a always does (1)
+    assert band[:, 1].min() == pytest.approx(0.0) and band[:, 1].max() == pytest.approx(1.0)
+
+
+def test_curves_draw_the_logged_series_per_epoch(tmp_path, monkeypatch):
+    from awrsr.experiments import figures
+
+    for seed, values in ((1, [0.3, 0.1, 0.2]), (2, [0.5, 0.4, 0.6])):
+        run = tmp_path / "c" / "none" / f"seed-{seed}"
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text("{}")  # records only: no model, no test ranks
+        pl.DataFrame({"epoch": [1, 2, 3], "val/ndcg@5": values, "val/ndcg@10": [0.9] * 3,
+                      "train/grad_norm": [7.0, 8.0, 9.0 * seed], "train/loss": [2.0] * 3}).write_csv(run / "history.csv")
+    drawn = captured_figures(monkeypatch)
+    files = figures.draw_figures(tmp_path / "c")
+    assert [f.name for f in files] == ["valid_ndcg5.png", "grad_norm.png"]
+    valid, grad = (fig.axes[0] for fig in drawn)
+    assert [list(line.get_xdata()) for line in valid.get_lines()] == [[1, 2, 3], [1, 2, 3]]
+    assert [list(line.get_ydata()) for line in valid.get_lines()] == [[0.3, 0.1, 0.2], [0.5, 0.4, 0.6]]
+    assert [list(line.get_ydata()) for line in grad.get_lines()] == [[7.0, 8.0, 9.0], [7.0, 8.0, 18.0]]
+
+
+def test_bars_by_length_show_each_variants_mean_and_std(tmp_path, monkeypatch):
+    from awrsr.experiments import figures
+
+    (tmp_path / "by_length.csv").write_text(
+        "variant,metric,bucket,users,mean,std,improvement_pct,p_value,runs,pairs\n"
+        "none,ndcg@10,1-5,10,0.2,0.01,,,2,0\n"
+        "none,ndcg@10,>5,4,0.4,0.02,,,2,0\n"
+        "1e-05,ndcg@10,1-5,10,0.3,0.03,50.0,0.1,2,2\n"
+        "1e-05,ndcg@10,>5,4,0.5,0.04,25.0,0.2,2,2\n"
+    )
+    drawn = captured_figures(monkeypatch)
+    figures.plot_by_length(tmp_path / "by_length.csv", tmp_path / "b.png")
+    ax = drawn[0].axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["none", "1e-05"]
+    heights = [round(bar.get_height(), 6) for bar in ax.patches]
+    assert heights == [0.2, 0.4, 0.3, 0.5]  # none's buckets, then 1e-05's
+    # error bars: each one's segment spans mean - std to mean + std
+    spans = [tuple(np.round(seg[:, 1], 6)) for c in ax.collections for seg in c.get_segments()]
+    assert spans == [(0.19, 0.21), (0.38, 0.42), (0.27, 0.33), (0.46, 0.54)]
+    assert ax.get_ylabel() == "test NDCG@10, mean over seeds"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1-5\n(10)", ">5\n(4)"]
+
+
+def test_a_run_in_the_table_that_is_training_again_is_not_drawn(tmp_path):
+    """runs.csv names none seeds 1 and 2, but seed 2 is being trained again (its metrics.json gone,
+    its history growing): only finished runs are drawn."""
+    from awrsr.experiments.figures import _runs_to_draw
+
+    for seed in (1, 2):
+        run = tmp_path / "none" / f"seed-{seed}"
+        run.mkdir(parents=True)
+        (run / "config.yaml").write_text("model: {}\n")
+        (run / "history.csv").write_text("epoch\n1\n")
+    (tmp_path / "none" / "seed-1" / "metrics.json").write_text("{}")
+    (tmp_path / "runs.csv").write_text("variant,seed\nnone,1\nnone,2\n")
+    assert _runs_to_draw(tmp_path, tmp_path / "figures") == {"none": [tmp_path / "none" / "seed-1"]}
+
+
+def test_bars_by_length_count_the_bases_users_as_the_table_does(tmp_path, monkeypatch):
+    """A variant on other data has other bucket sizes; the axis names the base's (the first
+    variant's), as by_length.md heads its columns, whatever variant comes last."""
+    from awrsr.experiments import figures
+
+    (tmp_path / "by_length.csv").write_text(
+        "variant,metric,bucket,users,mean,std,improvement_pct,p_value,runs,pairs\n"
+        "none,ndcg@10,1-5,10,0.2,0.0,,,1,0\n"
+        "fewer,ndcg@10,1-5,3,0.3,0.0,,,1,0\n"
+        "fewer,ndcg@10,>5,2,0.5,0.0,,,1,0\n"
+    )
+    drawn = captured_figures(monkeypatch)
+    figures.plot_by_length(tmp_path / "by_length.csv", tmp_path / "b.png")
+    assert [t.get_text() for t in drawn[0].axes[0].get_xticklabels()] == ["1-5\n(10)", ">5\n(2)"]

@@ -125,7 +125,9 @@ def plot_by_length(table_csv: Path, out: Path) -> Path:
     table = read_result_table(table_csv, ["variant", "bucket", "users", "mean", "std", "metric"], text=["variant"])
     buckets = list(dict.fromkeys(table["bucket"].cast(pl.Utf8).to_list()))
     variants = list(dict.fromkeys(table["variant"].cast(pl.Utf8).to_list()))
-    users = dict(zip(table["bucket"].cast(pl.Utf8), table["users"]))
+    users: dict[str, int] = {}  # the first variant's (the base's) count, as by_length.md heads its columns
+    for bucket, count in zip(table["bucket"].cast(pl.Utf8), table["users"]):
+        users.setdefault(bucket, count)
     width = 0.8 / len(variants)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(buckets)), 4))
     for i, variant in enumerate(variants):
