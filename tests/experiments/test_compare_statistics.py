@@ -17,11 +17,16 @@ QUIET = Console(quiet=True)
 METRICS = ("hr@1", "hr@5", "ndcg@5", "ndcg@10")
 
 
+def run_record(variant, seed, values, best_epoch=1, epochs=1, filter_seen=True):
+    """A finished run with its own value per metric (``values``: metric -> value)."""
+    return {"variant": variant, "seed": seed, "run_dir": f"/nowhere/{variant}/seed-{seed}", "metrics": {
+        "test": dict(values), "selection": {"best_epoch": best_epoch, "epochs_trained": epochs},
+        "time": {"mean_epoch_s": 1.0}, "protocol": {"filter_seen": filter_seen}, "machine": {"device": "cpu"}}}
+
+
 def rec(variant, seed, value):
     """A finished run whose four table metrics all equal ``value``."""
-    return {"variant": variant, "seed": seed, "run_dir": f"/nowhere/{variant}/seed-{seed}", "metrics": {
-        "test": {m: value for m in METRICS}, "selection": {"best_epoch": 1, "epochs_trained": 1},
-        "time": {"mean_epoch_s": 1.0}, "protocol": {"filter_seen": True}, "machine": {"device": "cpu"}}}
+    return run_record(variant, seed, {m: value for m in METRICS})
 
 
 # base has seeds 1, 2, 3; the variant only 2 and 3 (a partial comparison)
@@ -154,13 +159,6 @@ def test_the_paired_test_needs_one_value_per_seed_on_both_sides():
     # not truncated to the first two pairs, whose equal differences would give p = 1 silently
     with pytest.raises(ValueError, match="one value per seed on both sides"):
         paired_p_value([0.1, 0.2, 0.5], [0.1, 0.2])
-
-
-def run_record(variant, seed, values, best_epoch=2, epochs=5, epoch_s=1.0, filter_seen=True):
-    """A finished run with its own value per metric (``values``: metric -> value)."""
-    return {"variant": variant, "seed": seed, "run_dir": f"/nowhere/{variant}/seed-{seed}", "metrics": {
-        "test": dict(values), "selection": {"best_epoch": best_epoch, "epochs_trained": epochs},
-        "time": {"mean_epoch_s": epoch_s}, "protocol": {"filter_seen": filter_seen}, "machine": {"device": "cpu"}}}
 
 
 def test_runs_csv_puts_each_value_under_its_own_header(tmp_path):

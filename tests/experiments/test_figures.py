@@ -23,6 +23,15 @@ def interactions(num_users: int) -> pl.DataFrame:
     return make_synthetic_interactions(syn).select(pl.col("user").alias("user_id"), pl.col("item").alias("item_id"))
 
 
+def captured_figures(monkeypatch):
+    """The figures figures.py closes, kept for inspection."""
+    from awrsr.experiments import figures
+
+    drawn = []
+    monkeypatch.setattr(figures.plt, "close", drawn.append)
+    return drawn
+
+
 @pytest.fixture(scope="module")
 def frame_run(tmp_path_factory):
     """A one-epoch run trained from a data frame, and that frame also written as a CSV file."""
@@ -255,8 +264,7 @@ def test_compare_figures_draw_every_finished_seed(tmp_path, monkeypatch):
     runs = figures._runs_to_draw(tmp_path, tmp_path / "figures")
     assert {k: [p.name for p in v] for k, v in runs.items()} == {"none": ["seed-2", "seed-3", "seed-10"], "simp": ["seed-2"]}
 
-    drawn = []
-    monkeypatch.setattr(figures.plt, "close", drawn.append)
+    drawn = captured_figures(monkeypatch)
     monkeypatch.setattr(figures, "_test_ranks", lambda run_dir, data_path: ranks[run_dir])
     figures.plot_curves(runs, "val/ndcg@5", "validation NDCG@5", tmp_path / "curves.png")
     figures.plot_ndcg_at_n(runs, tmp_path / "ndcg.png")
@@ -299,15 +307,6 @@ def test_a_comparison_draws_the_runs_its_table_holds_and_no_others(tmp_path):
     (tmp_path / "runs.csv").unlink()  # without a table: every finished seed
     assert {k: [p.name for p in v] for k, v in _runs_to_draw(tmp_path, tmp_path / "figures").items()} == {
         "1e-05": ["seed-1"], "add": ["seed-1", "seed-2"], "none": ["seed-1", "seed-2"], "simp": ["seed-1"]}
-
-
-def captured_figures(monkeypatch):
-    """The figures figures.py closes, kept for inspection."""
-    from awrsr.experiments import figures
-
-    drawn = []
-    monkeypatch.setattr(figures.plt, "close", drawn.append)
-    return drawn
 
 
 def test_attention_heatmap_shows_the_users_last_positions(monkeypatch, tmp_path):
