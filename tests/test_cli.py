@@ -29,6 +29,39 @@ def test_recommend_prints_original_ids(trained_run, capsys):
     # ids left out are named, and not counted as read
     code, out, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,999999,2", "--ignore_unknown", "true")
     assert code == 0 and "after 2 item(s)" in out and "left out 1 id(s) the model does not know: 999999" in err, err
+    assert "neither in the history nor excluded" not in err  # a full list of 10 is not called short
+    # JSON true is no item id (nor item 1), as the server refuses it too
+    code, _, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "[true, 2]")
+    assert code == 2 and "--history: a JSON list must hold ids (strings or integers), got '[true, 2]'" in err, err
+    code, _, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,2", "--device", "tpu")
+    assert code == 2 and "device must be cpu, cuda, cuda:N, mps or auto, got 'tpu'" in err, err
+
+
+def test_tune_and_compare_pass_every_option_on(tmp_path, capsys, monkeypatch):
+    import awrsr.experiments.compare
+    import awrsr.experiments.tune
+
+    calls = {}
+    monkeypatch.setattr(awrsr.experiments.tune, "run_tune", lambda *args, **kwargs: calls.update(tune=(args, kwargs)))
+    monkeypatch.setattr(awrsr.experiments.compare, "run_compare", lambda *args, **kwargs: calls.update(compare=(args, kwargs)))
+    base, space = tmp_path / "base.yaml", tmp_path / "space.yaml"
+    base.write_text("model:\n  max_len: 10\n")
+    space.write_text("train.lr: [0.001, 0.01]\n")
+    code, _, err = run_cli(capsys, "tune", str(base), str(space), "--output_dir", "t", "--max_trials", "3", "--sample_seed", "5",
+                           "--set", "[train.max_epochs=2]")
+    assert code == 0, err
+    assert calls["tune"] == ((str(base), {"train.lr": [0.001, 0.01]}, "t", 3, 5), {"extra": {"train.max_epochs": "2"}})
+    code, _, err = run_cli(capsys, "compare", str(base), "--variants", "[0.01]", "--seeds", "[1,2]", "--output_dir", "c",
+                           "--key", "train.lr", "--base", "0.001", "--set", "[train.max_epochs=2]", "--report_only", "true",
+                           "--length_edges", "[3,9]")
+    assert code == 0, err
+    assert calls["compare"] == ((str(base), [0.01], [1, 2], "c"), dict(
+        key="train.lr", base="0.001", extra={"train.max_epochs": "2"}, report_only=True, length_edges=[3, 9],
+    ))
+    variants = tmp_path / "variants.yaml"  # a variants file names its options: --key with it is a mistake
+    variants.write_text("plain: {}\nadd: {model.refine: add}\n")
+    code, _, err = run_cli(capsys, "compare", str(base), "--variants_file", str(variants), "--key", "train.lr")
+    assert code == 2 and "give it without --variants and --key" in err, err
 
 
 def test_evaluate_prints_the_metrics_table(trained_run, capsys):
@@ -63,6 +96,26 @@ def test_every_command_that_runs_the_model_takes_num_threads(trained_run, capsys
         assert code == 0 and "top 10 after 2 item(s)" in out and torch.get_num_threads() == 1, err
     finally:
         torch.set_num_threads(threads)
+
+
+def _printed_metric(out: str, name: str) -> float:
+    """The value in the first column of the row ``name`` (NDCG@10, say) of a printed metrics table."""
+    import re
+
+    return float(re.search(rf"{re.escape(name)}\s*[│|]\s*([0-9.]+)", out).group(1))
+
+
+def test_evaluate_scores_the_split_and_the_seen_item_filter_it_is_given(trained_run, capsys):
+    run = str(trained_run.run_dir)
+    code, out, err = run_cli(capsys, "evaluate", run, "--split", "valid")
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if "metric" in line)
+    assert "valid" in header and "test" not in header, out
+    stored = trained_run.metrics
+    assert _printed_metric(out, "NDCG@10") == pytest.approx(stored["valid"]["ndcg@10"], abs=1e-4)
+    assert round(stored["valid"]["ndcg@10"], 4) != round(stored["test"]["ndcg@10"], 4)  # else this shows nothing
+    code, out, err = run_cli(capsys, "evaluate", run, "--filter_seen", "false")
+    assert code == 0 and "(seen items not filtered)" in out, err
 
 
 def test_evaluate_by_history_length_partitions_the_users(trained_run, capsys):
@@ -333,6 +386,24 @@ def test_ctrl_c_outside_training_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(awrsr.workflows, "fit", interrupted)
     code, _, err = run_cli(capsys, "fit", "--train.max_epochs", "1")
     assert code == 130 and err.strip() == "awrsr: interrupted"
+
+
+def test_a_failed_write_is_one_line_naming_the_file_unless_debugging(monkeypatch, capsys):
+    import errno
+
+    import awrsr.workflows
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", "/data/run/model.safetensors")
+
+    monkeypatch.setattr(awrsr.workflows, "fit", disk_full)
+    code, _, err = run_cli(capsys, "fit", "--train.max_epochs", "1")
+    assert code == 2 and err == "awrsr: error: No space left on device: /data/run/model.safetensors\n"
+    monkeypatch.setenv("AWRSR_DEBUG", "1")
+    with pytest.raises(OSError, match="No space left on device"):  # raised, so Python prints its traceback
+        from awrsr.cli import main
+
+        main(["fit", "--train.max_epochs", "1"])
 
 
 def test_compare_takes_boolean_variants_as_yaml_writes_them(tmp_path, capsys):

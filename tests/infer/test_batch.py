@@ -164,6 +164,29 @@ def test_cli_names_its_own_option_for_unknown_items(trained_run, tmp_path, capsy
     assert code == 2 and stderr.rstrip().endswith("Skip them with --ignore_unknown true.") and "unknown=" not in stderr
 
 
+def test_cli_passes_each_option_on_when_scoring_a_log(trained_run, log_file, tmp_path, capsys):
+    """--include_seen, --ignore_unknown, --device and --batch_size reach the scoring of a log, and
+    the summary lines count what each user got."""
+    import io
+
+    run, log = str(trained_run.run_dir), str(log_file)
+    code, out, err = run_cli(capsys, "recommend", run, "--input", log, "--time_col", "ts", "--k", "50", "--include_seen", "true")
+    u1 = pl.read_csv(io.StringIO(out)).filter(pl.col("user") == "u1")
+    assert code == 0 and u1.height == 50 and set(HISTORIES["u1"]) <= set(u1.get_column("item").to_list()), err
+    assert "top 50 for 3 users (150 rows)" in err and "got none" not in err, err  # every user got a full list
+    code, _, err = run_cli(capsys, "recommend", run, "--input", log, "--k", "1000")  # more than the 50 items
+    assert code == 0 and "top 50 for 3 users" in err, err
+    with_unknown = tmp_path / "unknown.csv"
+    pl.DataFrame({"user_id": ["a", "a", "b"], "item_id": [1, 99999, 2]}).write_csv(with_unknown)
+    code, out, err = run_cli(capsys, "recommend", run, "--input", str(with_unknown), "--k", "2", "--ignore_unknown", "true")
+    assert code == 0 and len(out.splitlines()) == 1 + 2 * 2, err
+    assert "left out 1 interactions with 1 item ids the model does not know" in " ".join(err.split()), err
+    code, _, err = run_cli(capsys, "recommend", run, "--input", log, "--device", "tpu")
+    assert code == 2 and "device must be cpu, cuda, cuda:N, mps or auto, got 'tpu'" in err, err
+    code, _, err = run_cli(capsys, "recommend", run, "--input", log, "--batch_size", "0")
+    assert code == 2 and "batch_size must be an integer >= 1, got 0" in err, err
+
+
 @pytest.mark.parametrize(
     "extra, expected",
     [

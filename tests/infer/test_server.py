@@ -197,3 +197,25 @@ def test_the_limits_on_one_answer_and_one_history_are_inclusive(client):
     assert client.post("/recommend/batch", json={"histories": [[2], [1] * 10_000], "k": 3}).status_code == 200
     answer = client.post("/recommend/batch", json={"histories": [[2], [1] * 10_001], "k": 3})
     assert answer.status_code == 422 and answer.json()["detail"] == "histories[1]: at most 10,000 item ids per history"
+
+
+def test_serve_listens_where_it_says_and_serves_the_run_given(trained_run, capsys, monkeypatch):
+    """--port 0 takes a free port; the address printed is the one listening (an IPv6 host in
+    brackets, as a URL writes it), and what listens there serves the run given."""
+    import uvicorn
+
+    from conftest import run_cli
+
+    served = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: served.append((self.config.app, sockets[0].getsockname())))
+    code, out, err = run_cli(capsys, "serve", str(trained_run.run_dir), "--port", "0")
+    app, (host, port) = served[-1]
+    assert code == 0 and port > 0 and host == "127.0.0.1", err
+    assert out == f"serving {trained_run.run_dir} on http://127.0.0.1:{port} (the API at /docs; Ctrl+C stops)\n"
+    expected = Recommender.load(trained_run.run_dir).recommend([1, 2, 3], k=3)
+    answer = TestClient(app).post("/recommend", json={"history": [1, 2, 3], "k": 3}).json()
+    assert [i["item"] for i in answer["items"]] == [r.item for r in expected]
+    code, out, err = run_cli(capsys, "serve", str(trained_run.run_dir), "--host", "::1", "--port", "0")
+    if code == 2 and "cannot listen on ::1" in err:
+        pytest.skip("this machine has no IPv6 loopback")
+    assert code == 0 and out.startswith(f"serving {trained_run.run_dir} on http://[::1]:{served[-1][1][1]} "), err

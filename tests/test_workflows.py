@@ -1,0 +1,148 @@
+"""awrsr.workflows beyond a plain fit: the code version a run records, the checks made before
+training, and the options of evaluate and resume (tiny runs, a few seconds each)."""
+
+import shutil
+import subprocess
+
+import pytest
+from rich.console import Console
+
+import awrsr
+from awrsr.workflows import SOURCE_VERSION_VARIABLE, source_version
+
+QUIET = Console(quiet=True)
+
+
+def test_only_the_packages_own_tracked_files_make_the_version_dirty(tmp_path, monkeypatch):
+    """Not a file git does not track (a run's output written into the checkout, say), nor an edit
+    elsewhere in the checkout (its docs, its tests): neither is the code that ran."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    monkeypatch.delenv(SOURCE_VERSION_VARIABLE, raising=False)
+
+    def git(*args):
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True, capture_output=True, text=True,
+        ).stdout.strip()
+
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "code.py").write_text("y = 1\n")
+    (tmp_path / "README.md").write_text("notes\n")
+    git("init", "-q")
+    git("add", "package/code.py", "README.md")
+    git("commit", "-q", "-m", "first")
+    clean = f"{awrsr.__version__}+g{git('rev-parse', '--short', 'HEAD')}"
+    (package / "output.csv").write_text("user,item\n")  # untracked, inside the package
+    (tmp_path / "README.md").write_text("more notes\n")  # tracked and edited, outside it
+    assert source_version(package) == clean
+    (package / "code.py").write_text("y = 2\n")
+    assert source_version(package) == f"{clean}.dirty"
+
+
+def _frame(length: int, users: int = 30):
+    """``users`` users with ``length`` interactions each, over 20 items."""
+    import polars as pl
+
+    rows = [(u, 1 + (u + i) % 20) for u in range(1, users + 1) for i in range(length)]
+    return pl.DataFrame(rows, schema=["user_id", "item_id"], orient="row")
+
+
+@pytest.mark.parametrize(("length", "expected"), [
+    (2, "no user has the 3 interactions leave-one-out needs; nothing to validate on"),
+    (3, "no user has 2 training interactions, so there is no next-item example to train on"),
+])
+def test_data_too_short_to_validate_or_train_on_is_refused_before_training(tmp_path, length, expected):
+    from awrsr.data import DataConfig
+    from awrsr.errors import AwrsrError
+    from awrsr.workflows import fit
+    from conftest import tiny_run_config
+
+    cfg = tiny_run_config(tmp_path / "run", max_epochs=1)
+    cfg["data"] = DataConfig(min_user_interactions=0, min_item_interactions=0)
+    with pytest.raises(AwrsrError, match=f"^{expected}$"):
+        fit(**cfg, frame=_frame(length), console=QUIET)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_resumes_with_a_new_budget_and_machine_and_without_its_run_record(tmp_path):
+    """Every field RESUMABLE_CHANGES names may change on resume; a run started before
+    checkpoints/run.yaml existed is checked against its config.yaml instead. The fit says its
+    protocol as configured and seeds torch's global generator with train.seed."""
+    import io
+
+    import torch
+
+    from awrsr.errors import ConfigError
+    from awrsr.workflows import fit
+    from conftest import tiny_run_config
+
+    run_dir, shown = tmp_path / "run", io.StringIO()
+    fixed = dict(seed=11, weight_decay=0.01)
+    fit(**tiny_run_config(run_dir, max_epochs=1, patience=50, **fixed), console=Console(file=shown, width=300))
+    assert "seen items filtered, pessimistic ties" in shown.getvalue()
+    assert torch.initial_seed() == 11
+    state = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    assert state["optimizer_states"][0]["param_groups"][0]["weight_decay"] == 0.01  # the optimiser trained with it
+    (run_dir / "checkpoints" / "run.yaml").unlink()  # as an older awrsr left it
+    with pytest.raises(ConfigError, match=r"cannot resume .* with another configuration: train\.lr"):
+        fit(**tiny_run_config(run_dir, max_epochs=2, patience=50, lr=0.5, **fixed), console=QUIET, resume=True)
+    budget = dict(max_epochs=3, patience=40, val_every=2, max_time="00:01:00:00", num_threads=1, accelerator="cpu")
+    resumed = fit(**tiny_run_config(run_dir, **budget, **fixed), console=QUIET, resume=True)
+    assert resumed.metrics["selection"]["epochs_trained"] == 3
+
+
+def test_a_run_stopped_by_its_time_budget_before_any_validation_is_a_clear_error(tmp_path):
+    from awrsr.errors import AwrsrError
+    from awrsr.workflows import fit
+    from conftest import tiny_run_config
+
+    cfg = tiny_run_config(tmp_path / "run", max_epochs=2, val_every=2, max_time="00:00:00:00")
+    with pytest.raises(AwrsrError, match=r"before any validation \(train.val_every=2, train.max_time=00:00:00:00\); no epoch can be selected"):
+        fit(**cfg, console=QUIET)
+
+
+def test_the_stored_test_ranks_give_the_recorded_test_metrics(trained_run):
+    import numpy as np
+    import torch
+
+    from awrsr.eval import ranking_metrics
+
+    ranks = torch.from_numpy(np.load(trained_run.run_dir / "test_ranks.npy").astype(np.int64))
+    again = ranking_metrics(ranks, [1, 5, 10, 20])
+    assert again == pytest.approx(trained_run.metrics["test"], abs=1e-9)
+    assert again != pytest.approx(trained_run.metrics["valid"], abs=1e-9)  # else this shows nothing
+
+
+def test_evaluate_refuses_a_split_it_does_not_hold_and_two_sources_of_data(trained_run, tmp_path):
+    import polars as pl
+
+    from awrsr.errors import ConfigError
+    from awrsr.workflows import evaluate, rank_artifact
+
+    with pytest.raises(ConfigError, match="^split must be 'valid' or 'test', got 'train'$"):
+        rank_artifact(trained_run.run_dir, split="train")
+    frame = pl.DataFrame({"user_id": [1, 1, 1], "item_id": [1, 2, 3]})
+    with pytest.raises(ConfigError, match="^give data_path or frame, not both$"):
+        evaluate(trained_run.run_dir, data_path=str(tmp_path / "events.csv"), frame=frame, console=QUIET)
+
+
+def test_a_replacing_run_that_fails_leaves_no_finished_run_behind(trained_run, tmp_path, monkeypatch):
+    """With overwrite, the old run's model and metrics go once the new run starts training: a new
+    run that then fails must not leave the old model passing for a finished run beside its checkpoints."""
+    from awrsr.errors import TrainingDiverged
+    from awrsr.infer.artifact import REQUIRED_FILES
+    from awrsr.train.module import SequentialRecommenderModule
+    from awrsr.workflows import fit
+    from conftest import tiny_run_config
+
+    def blown_up(self, batch, batch_idx):
+        raise FloatingPointError("the model produced NaN scores")
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run_dir)
+    monkeypatch.setattr(SequentialRecommenderModule, "validation_step", blown_up)
+    with pytest.raises(TrainingDiverged):
+        fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, overwrite=True)
+    left = {name for name in ("metrics.json", "test_ranks.npy", *REQUIRED_FILES) if (run_dir / name).exists()}
+    assert left == set()
