@@ -102,18 +102,6 @@ def test_a_run_stopped_by_its_time_budget_before_any_validation_is_a_clear_error
         fit(**cfg, console=QUIET)
 
 
-def test_the_stored_test_ranks_give_the_recorded_test_metrics(trained_run):
-    import numpy as np
-    import torch
-
-    from awrsr.eval import ranking_metrics
-
-    ranks = torch.from_numpy(np.load(trained_run.run_dir / "test_ranks.npy").astype(np.int64))
-    again = ranking_metrics(ranks, [1, 5, 10, 20])
-    assert again == pytest.approx(trained_run.metrics["test"], abs=1e-9)
-    assert again != pytest.approx(trained_run.metrics["valid"], abs=1e-9)  # else this shows nothing
-
-
 def test_evaluate_refuses_a_split_it_does_not_hold_and_two_sources_of_data(trained_run, tmp_path):
     import polars as pl
 

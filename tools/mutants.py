@@ -1,10 +1,10 @@
 """Check that the tests can fail: plant known, plausible bugs one at a time and see each caught.
 
 Each mutant below is a one-line (or one-block) change to the library that a test must catch. They
-come from eight reviews by mutation (sessions 22 to 24) that found tests which passed on broken
-code; the test files that now catch them are named in each mutant's ``test``. The script works on a
-temporary ``git clone`` of the last commit (uncommitted changes are not seen), never on the
-working tree, and runs only each mutant's test file.
+come from nine reviews by mutation (sessions 22 to 24, then one of the CLI and the workflows) that
+found tests which passed on broken code; the test files that now catch them are named in each
+mutant's ``test``. The script works on a temporary ``git clone`` of the last commit (uncommitted
+changes are not seen), never on the working tree, and runs only each mutant's test file.
 
     python tools/mutants.py              # every mutant; exit status 1 if one survives
     python tools/mutants.py M4 M7        # some of them
@@ -431,14 +431,14 @@ MUTANTS = [
            'weight_decay=0.0, ks=', 'tests/test_workflows.py', 'train.weight_decay reaches the optimiser'),
     Mutant("M176", 'src/awrsr/train/trainer.py', '    if not checkpoint.best_model_path:\n',
            '    if False:\n', 'tests/test_workflows.py', 'a run stopped before any validation is a clear error'),
-    Mutant("M177", 'src/awrsr/workflows.py', 'np.save(run_dir / TEST_RANKS_FILE, ranks["test"]',
-           'np.save(run_dir / TEST_RANKS_FILE, ranks["valid"]', 'tests/test_workflows.py', 'test_ranks.npy holds the test ranks, not the validation ones'),
-    Mutant("M178", 'src/awrsr/workflows.py', '    if split not in ("valid", "test"):\n',
+    Mutant("M177", 'src/awrsr/workflows.py', '    if split not in ("valid", "test"):\n',
            '    if False:\n', 'tests/test_workflows.py', 'rank_artifact refuses a split other than valid and test'),
-    Mutant("M179", 'src/awrsr/workflows.py', '    if data_path is not None and frame is not None:\n',
+    Mutant("M178", 'src/awrsr/workflows.py', '    if data_path is not None and frame is not None:\n',
            '    if False:\n', 'tests/test_workflows.py', 'evaluate refuses data_path and frame together'),
-    Mutant("M180", 'src/awrsr/workflows.py', '    if not resume:  # from here the directory holds a new run',
+    Mutant("M179", 'src/awrsr/workflows.py', '    if not resume:  # from here the directory holds a new run',
            '    if False:  # from here the directory holds a new run', 'tests/test_workflows.py', 'a replacing run removes the old model and metrics before it trains'),
+    Mutant("M180", "src/awrsr/train/trainer.py", "        for stale in (LOG_FILE, HISTORY_FILE):\n            (run_dir / stale).unlink(missing_ok=True)\n",
+           "", "tests/train/test_fit_errors.py", "a fresh run's epoch log holds none of the old run's epochs"),
 ]
 
 
