@@ -438,7 +438,7 @@ MUTANTS = [
     Mutant("M179", 'src/awrsr/workflows.py', '    if not resume:  # from here the directory holds a new run',
            '    if False:  # from here the directory holds a new run', 'tests/test_workflows.py', 'a replacing run removes the old model and metrics before it trains'),
     Mutant("M180", "src/awrsr/train/trainer.py", "        for stale in (LOG_FILE, HISTORY_FILE):\n            (run_dir / stale).unlink(missing_ok=True)\n",
-           "", "tests/train/test_fit_errors.py", "a fresh run's epoch log holds none of the old run's epochs"),
+           "", "tests/test_workflows.py", "a replacing run that fails leaves none of the old run's epoch history"),
 ]
 
 

@@ -28,7 +28,6 @@ def test_a_finished_run_is_kept_unless_overwrite_is_asked(trained_run, tmp_path)
     assert sorted(p.name for p in run_dir.iterdir()) == before  # nothing was deleted
     again = fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, overwrite=True)
     assert again.metrics["selection"]["epochs_trained"] == 1
-    assert again.history["epoch"].to_list() == [1]  # the old run's epoch log is gone with it
 
 
 def test_a_run_without_its_run_record_is_still_called_a_run(trained_run, tmp_path):
