@@ -120,3 +120,22 @@ def run_cli(capsys, *argv):
     out, err = capsys.readouterr()
     assert "Traceback" not in err
     return code, out, err
+
+
+def dropout_calls(model: torch.nn.Module, input_ids: torch.Tensor) -> list[tuple[str, float]]:
+    """(name, p) of each ``Dropout`` module, in the order one training-mode forward pass of
+    ``model`` on ``input_ids`` calls them (attention dropout is a function of the attention, not
+    a module, and is not listed)."""
+    from awrsr.nn.dropout import Dropout
+
+    calls = []
+    hooks = [
+        module.register_forward_hook(lambda module, args, out, name=name: calls.append((name, module.p)))
+        for name, module in model.named_modules() if isinstance(module, Dropout)
+    ]
+    try:
+        model.train()(input_ids)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return calls

@@ -3,6 +3,7 @@ just inside each range are accepted, and the defaults that depend on other field
 documented."""
 
 import pytest
+import torch
 
 from awrsr.errors import ConfigError, UnknownNameError
 from awrsr.models import ModelConfig, build_model
@@ -70,3 +71,10 @@ def test_inner_size_sets_the_feed_forward_width_and_null_means_hidden_size(backb
 
     assert widths(inner_size=24) == {(8, 24, 8)}  # STOSA: each stream's network
     assert widths() == {(8, 8, 8)}
+
+
+@pytest.mark.parametrize("backbone", [{}, dict(name="bert4rec"), dict(name="stosa", attention="wasserstein")])
+def test_every_layer_norm_takes_norm_eps(backbone):
+    model = build_model(ModelConfig(hidden_size=8, num_blocks=2, norm_eps=1e-3, **backbone), num_items=10)
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert len(norms) >= 5 and {m.eps for m in norms} == {1e-3}  # final norm, 2 per block (STOSA: per stream)

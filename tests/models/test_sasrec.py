@@ -66,3 +66,37 @@ def test_the_fused_and_the_explicit_attention_paths_agree_and_drop_nothing_in_ev
         torch.manual_seed(seed)
         outputs.append(dropping(ids))
     assert torch.equal(outputs[0], outputs[1]) and torch.allclose(outputs[0], fused, atol=1e-5)
+
+
+def test_dropout_falls_after_the_embedding_after_each_part_of_a_block_and_inside_the_ffn():
+    """E = Dropout(...), x + Dropout(MHA(LN(x))), x + Dropout(FFN(LN(x))) with the FFN's own
+    dropout after its activation, all at model.dropout (0.3); the attention weights' at
+    attn_dropout (0.1). Eval-mode tests cannot see a dropout dropped or given the wrong rate."""
+    from conftest import dropout_calls
+
+    model = _sasrec(num_blocks=2, dropout=0.3, attn_dropout=0.1)
+    block = [("dropout", 0.3), ("feed_forward.net.2", 0.3), ("dropout", 0.3)]  # after attention, in the FFN, after it
+    expected = [("embedding.dropout", 0.3)] + [(f"blocks.{i}.{name}", p) for i in range(2) for name, p in block]
+    assert dropout_calls(model, torch.tensor([[0, 1, 2, 3]])) == expected
+    assert [b.attention.attn_dropout for b in model.blocks] == [0.1, 0.1]
+
+
+def test_padded_slots_are_zero_on_entering_and_leaving_every_block():
+    """The embedding's output and each block's output are zeroed at padded slots, so that padding
+    carries nothing to later layers and every logit masked_softmax masks is finite (STOSA's
+    padded covariance embedding, ELU + 1 > 0, and the blocks' biases would otherwise fill them)."""
+    from conftest import build_tiny
+
+    ids = torch.tensor([[0, 0, 0, 5, 6, 7, 8, 9], [0, 0, 0, 0, 0, 0, 0, 4]])
+    for name, attention in (("sasrec", "dot"), ("bert4rec", "dot"), ("stosa", "wasserstein")):
+        model = build_tiny(name, attention, "none", parameters="random").eval()
+        seen = []
+        for block in model.blocks:
+            block.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+            block.register_forward_hook(lambda module, args, out: seen.append(out[0]))
+        with torch.no_grad():
+            model.encode(ids, need_weights=True)  # the full window: the padded slots are there
+        assert len(seen) == 2 * len(model.blocks)
+        for x in seen:
+            assert torch.equal(x[ids == 0], torch.zeros_like(x[ids == 0])), name
+            assert x[ids != 0].abs().sum(-1).gt(0).all(), name

@@ -111,6 +111,44 @@ def test_a_negative_equal_to_its_positive_adds_nothing_to_stosas_loss():
     assert loss.item() == 0.0
 
 
+def test_each_stream_has_its_own_feed_forward_and_norms_and_dropout_falls_on_both():
+    """STOSA's streams are normalised and fed forward separately: a covariance stream 10 times the
+    mean stream is normalised to the same values (one LayerNorm over both would not), the two
+    feed-forward networks are distinct, and in training dropout falls after the embedding, after
+    each part of a block and inside each stream's feed-forward network, at model.dropout."""
+    from conftest import dropout_calls
+
+    model = tiny_stosa(num_blocks=1, hidden_size=4, dropout=0.3)
+    block = model.blocks[0]
+    x = torch.tensor([[[1.0, 2.0, 3.0, 4.0, 10.0, 20.0, 30.0, 40.0]]])
+    normalised = torch.tensor([-1.3416, -0.4472, 0.4472, 1.3416])  # LN([1, 2, 3, 4]) = LN([10, 20, 30, 40])
+    for norm in (block.attention_norm, block.feed_forward_norm, model.final_norm):
+        assert torch.allclose(norm(x)[0, 0], normalised.repeat(2), atol=1e-4)
+    assert block.feed_forward.mean is not block.feed_forward.cov
+    ffn = ("feed_forward.mean.net.2", "feed_forward.cov.net.2")
+    expected = [("embedding.dropout", 0.3)] + [(f"blocks.0.{name}", 0.3) for name in ("dropout", *ffn, "dropout")]
+    assert dropout_calls(model, torch.tensor([[0, 0, 1, 2, 3, 4, 5, 6]])) == expected
+
+
+def test_the_embedding_is_each_streams_layer_norm_and_the_covariance_elu_plus_one():
+    """Mean = LN(mean item + mean position), covariance = ELU(LN(cov item + cov position)) + 1 with
+    the positions counted back from the last slot: an item [1, 2, 3, 4] on position 0 (zero)
+    normalises to [-1.3416, -0.4472, 0.4472, 1.3416], whose ELU + 1 is [e^-1.3416, e^-0.4472,
+    1.4472, 2.3416]; the covariance is positive where its normalised embedding is negative."""
+    embedding = tiny_stosa(hidden_size=4).embedding
+    with torch.no_grad():
+        for table in (embedding.mean_items, embedding.cov_items):
+            table.weight[1] = torch.tensor([1.0, 2.0, 3.0, 4.0])
+        for table in (embedding.mean_positions, embedding.cov_positions):
+            table.weight.zero_()
+            table.weight[1] = 10.0  # the slot before the last: shifts all features alike, LN removes it
+        out = embedding(torch.tensor([[0, 0, 0, 0, 0, 0, 1, 1]]))
+    normalised = torch.tensor([-1.3416, -0.4472, 0.4472, 1.3416])
+    cov = torch.tensor([math.exp(-1.3416), math.exp(-0.4472), 1.4472, 2.3416])
+    for slot in (-1, -2):
+        assert torch.allclose(out[0, slot], torch.cat([normalised, cov]), atol=1e-4)
+
+
 def test_stosa_with_m_stoc_fits_beats_popularity_and_recommends(tmp_path):
     from awrsr.infer import Recommender
     from awrsr.train import TrainConfig

@@ -172,3 +172,31 @@ def test_chunked_cross_entropy_passes_gradcheck_and_handles_no_rows():
     assert torch.autograd.gradcheck(lambda a, b: linear_cross_entropy(a, b, t, chunk=4), (h, w))
     empty = linear_cross_entropy(h[:0], w, t[:0])
     assert empty.item() == 0.0
+
+
+def test_chunked_cross_entropy_is_exact_for_logits_past_exps_range():
+    """Logits in the thousands (exp overflows float32 past 88): the log-sum-exp subtracts each
+    row's maximum first, so loss and gradients stay finite and equal the dense loss's."""
+    torch.manual_seed(6)
+    h = (100 * torch.randn(12, 4)).requires_grad_()
+    w = (10 * torch.randn(9, 4)).requires_grad_()
+    t = torch.randint(0, 9, (12,))
+    dense = F.cross_entropy(h @ w.T, t)
+    chunked = linear_cross_entropy(h, w, t, chunk=5)
+    assert (h @ w.T).abs().max() > 1000 and torch.isfinite(chunked)
+    assert torch.allclose(chunked, dense, rtol=1e-4)
+    for mine, reference in zip(torch.autograd.grad(chunked, (h, w)), torch.autograd.grad(dense, (h, w))):
+        assert torch.allclose(mine, reference, atol=1e-4)
+    with torch.no_grad():
+        assert torch.allclose(linear_cross_entropy(h, w, t, chunk=5), dense, rtol=1e-4)
+
+
+def test_chunked_cross_entropy_of_bf16_inputs_takes_its_softmax_in_float32():
+    """bf16 hidden states and weights: the products may be bf16, the softmax and the sum are
+    float32 (bf16's 8-bit mantissa would lose the loss's small differences)."""
+    torch.manual_seed(7)
+    h, w = torch.randn(30, 8).bfloat16(), torch.randn(11, 8).bfloat16()
+    t = torch.randint(0, 11, (30,))
+    loss = linear_cross_entropy(h, w, t, chunk=8)
+    assert loss.dtype == torch.float32
+    assert torch.allclose(loss, F.cross_entropy(h.float() @ w.float().T, t), rtol=1e-3)

@@ -131,6 +131,19 @@ def test_a_built_refinement_scales_by_the_head_width(refine):
     assert model.blocks[0].attention.refinement.scale == pytest.approx(1 / 2)
 
 
+@pytest.mark.parametrize("refine", [name for name in REFINEMENTS.names() if name != "none"])
+def test_a_built_refinement_takes_its_options_from_the_config(refine):
+    """refine_per_head, refine_scale and refine_init_std reach the matrices the backbone builds:
+    one per head (4), scale 1/sqrt(n) = 1/3 and exactly the identity at std 0."""
+    backbone = dict(name="stosa", attention="wasserstein") if refine == "stoc" else {}
+    cfg = ModelConfig(max_len=9, hidden_size=16, num_heads=4, refine=refine, refine_per_head=True,
+                      refine_scale="length", refine_init_std=0.0, **backbone)
+    refinement = build_model(cfg, num_items=10).blocks[0].attention.refinement
+    assert refinement.scale == pytest.approx(1 / 3)
+    for name in refinement.matrix_names:
+        assert torch.equal(getattr(refinement, name), torch.eye(9).expand(4, 9, 9)), name
+
+
 def test_only_the_chosen_blocks_are_refined():
     model = build_model(ModelConfig(max_len=6, num_blocks=3, refine="simp", refine_blocks=[1]), 10)
     kinds = [type(b.attention.refinement).__name__ for b in model.blocks]
