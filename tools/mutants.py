@@ -493,6 +493,10 @@ MUTANTS = [
     Mutant("M198", "src/awrsr/nn/chunked_cross_entropy.py", "acc = torch.promote_types(hidden.dtype, torch.float32)",
            "acc = hidden.dtype",
            "tests/nn/test_losses.py", "the chunked softmax runs in float32 at least, whatever the inputs' dtype"),
+    Mutant("M218", "src/awrsr/nn/refine/value.py",
+           "                raise ValueError(f\"the literal M_value needs windows of exactly max_len={self.max_len}\")\n",
+           "                pass\n",
+           "tests/nn/test_refine.py", "the literal M_value refuses a window narrower than max_len"),
 ]
 
 

@@ -94,6 +94,9 @@ def test_literal_value_is_eq3_and_only_for_bidirectional_backbones():
     assert torch.allclose(out.sum(-1)[..., 1:], torch.ones(3))
     with pytest.raises(ConfigError, match="causal"):
         build_model(ModelConfig(max_len=4, refine="value", refine_value_form="literal"), 10)
+    # its inner softmax runs over every slot, so a narrower window would give other weights
+    with pytest.raises(ValueError, match="exactly max_len=4"):
+        ref(*_attention(n=3, causal=False))
 
 
 @pytest.mark.parametrize(("matrix", "expected"), [
