@@ -1,10 +1,10 @@
 """Check that the tests can fail: plant known, plausible bugs one at a time and see each caught.
 
 Each mutant below is a one-line (or one-block) change to the library that a test must catch. They
-come from nine reviews by mutation (sessions 22 to 24, then one of the CLI and the workflows) that
-found tests which passed on broken code; the test files that now catch them are named in each
-mutant's ``test``. The script works on a temporary ``git clone`` of the last commit (uncommitted
-changes are not seen), never on the working tree, and runs only each mutant's test file.
+come from ten reviews by mutation (sessions 22 to 25) that found tests which passed on broken code;
+the test files that now catch them are named in each mutant's ``test``. The script works on a
+temporary ``git clone`` of the last commit (uncommitted changes are not seen), never on the working
+tree, and runs only each mutant's test file.
 
     python tools/mutants.py              # every mutant; exit status 1 if one survives
     python tools/mutants.py M4 M7        # some of them
@@ -493,7 +493,7 @@ MUTANTS = [
     Mutant("M198", "src/awrsr/nn/chunked_cross_entropy.py", "acc = torch.promote_types(hidden.dtype, torch.float32)",
            "acc = hidden.dtype",
            "tests/nn/test_losses.py", "the chunked softmax runs in float32 at least, whatever the inputs' dtype"),
-    Mutant("M218", "src/awrsr/nn/refine/value.py",
+    Mutant("M199", "src/awrsr/nn/refine/value.py",
            "                raise ValueError(f\"the literal M_value needs windows of exactly max_len={self.max_len}\")\n",
            "                pass\n",
            "tests/nn/test_refine.py", "the literal M_value refuses a window narrower than max_len"),
