@@ -134,3 +134,26 @@ def test_a_replacing_run_that_fails_leaves_no_finished_run_behind(trained_run, t
         fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, overwrite=True)
     old_records = ("metrics.json", "test_ranks.npy", "history.csv", *REQUIRED_FILES)  # history.csv: the old run's curves
     assert {name for name in old_records if (run_dir / name).exists()} == set()
+
+
+def test_val_every_group_by_length_and_precision_reach_the_trainer(tmp_path):
+    """Each option changes what a fit does: train.val_every validates every second epoch only,
+    train.group_by_length trains on other batches (another loss, same seed), and bf16-mixed
+    computes in bfloat16 (another loss)."""
+    import polars as pl
+
+    from awrsr.workflows import fit
+    from conftest import tiny_run_config
+
+    def trained(name, **options):
+        config = tiny_run_config(tmp_path / name, max_epochs=2, patience=50, **options)
+        history = fit(**config, console=QUIET).history
+        return history["train/loss"].to_list(), history.filter(pl.col("val/ndcg@10").is_not_null())["epoch"].to_list()
+
+    plain_loss, validated = trained("plain")
+    assert validated == [1, 2]
+    every_second_loss, validated = trained("every-second", val_every=2)
+    assert validated == [2] and every_second_loss[0] == plain_loss[0]
+    grouped_loss, _ = trained("grouped", group_by_length=True)
+    bf16_loss, _ = trained("bf16", precision="bf16-mixed")
+    assert grouped_loss[0] != plain_loss[0] and bf16_loss[0] != plain_loss[0]

@@ -497,6 +497,12 @@ MUTANTS = [
            "                raise ValueError(f\"the literal M_value needs windows of exactly max_len={self.max_len}\")\n",
            "                pass\n",
            "tests/nn/test_refine.py", "the literal M_value refuses a window narrower than max_len"),
+    Mutant("M200", "src/awrsr/train/trainer.py", "check_val_every_n_epoch=train.val_every,", "check_val_every_n_epoch=1,",
+           "tests/test_workflows.py", "train.val_every reaches the trainer"),
+    Mutant("M201", "src/awrsr/train/trainer.py", "group_by_length=train.group_by_length", "group_by_length=False",
+           "tests/test_workflows.py", "train.group_by_length reaches the training batches"),
+    Mutant("M202", "src/awrsr/train/trainer.py", "precision=train.precision,", "precision=\"32-true\",",
+           "tests/test_workflows.py", "train.precision reaches the trainer"),
 ]
 
 
