@@ -144,7 +144,7 @@ def test_a_run_moved_to_another_directory_resumes_with_its_selection(tmp_path):
     best epoch so far: the next epoch is not taken as best unless it is better."""
     import shutil
 
-    settings = dict(max_epochs=6, patience=50, lr=0.05)  # validation peaks before the last epoch
+    settings = dict(max_epochs=6, patience=50, lr=0.03)  # validation peaks before the last epoch
     straight = fit(**tiny_run_config(tmp_path / "straight", **settings), console=QUIET)
     best = straight.metrics["selection"]["best_epoch"]
     assert best < settings["max_epochs"]  # else this test shows nothing

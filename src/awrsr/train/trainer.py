@@ -144,7 +144,9 @@ def train_model(
             train_dataloaders=training_loader(
                 split.train, max_len, train.batch_size, train.seed, group_by_length=train.group_by_length
             ),
-            val_dataloaders=DataLoader(val_batches, batch_size=None),
+            # Its own generator: a DataLoader draws a seed for each new iterator, and from the global
+            # generator that would shift later epochs' negatives and dropout by validating at all.
+            val_dataloaders=DataLoader(val_batches, batch_size=None, generator=torch.Generator()),
             ckpt_path=resume_from if resume else None,
         )
     except FloatingPointError as err:  # raised by validation when the weights have blown up
