@@ -503,6 +503,8 @@ MUTANTS = [
            "tests/test_workflows.py", "train.group_by_length reaches the training batches"),
     Mutant("M202", "src/awrsr/train/trainer.py", "precision=train.precision,", "precision=\"32-true\",",
            "tests/test_workflows.py", "train.precision reaches the trainer"),
+    Mutant("M203", "src/awrsr/train/trainer.py", "DataLoader(val_batches, batch_size=None, generator=torch.Generator())",
+           "DataLoader(val_batches, batch_size=None)", "tests/test_workflows.py", "validating draws nothing from training's random numbers"),
 ]
 
 
