@@ -1,14 +1,22 @@
 """awrsr.workflows beyond a plain fit: the code version a run records, the checks made before
 training, and the options of evaluate and resume (tiny runs, a few seconds each)."""
 
+import io
 import shutil
 import subprocess
 
+import polars as pl
 import pytest
+import torch
+from conftest import tiny_run_config
 from rich.console import Console
 
 import awrsr
-from awrsr.workflows import SOURCE_VERSION_VARIABLE, source_version
+from awrsr.data import DataConfig
+from awrsr.errors import AwrsrError, ConfigError, TrainingDiverged
+from awrsr.infer.artifact import REQUIRED_FILES
+from awrsr.train.module import SequentialRecommenderModule
+from awrsr.workflows import SOURCE_VERSION_VARIABLE, evaluate, fit, rank_artifact, source_version
 
 QUIET = Console(quiet=True)
 
@@ -42,8 +50,6 @@ def test_only_the_packages_own_tracked_files_make_the_version_dirty(tmp_path, mo
 
 def _frame(length: int, users: int = 30):
     """``users`` users with ``length`` interactions each, over 20 items."""
-    import polars as pl
-
     rows = [(u, 1 + (u + i) % 20) for u in range(1, users + 1) for i in range(length)]
     return pl.DataFrame(rows, schema=["user_id", "item_id"], orient="row")
 
@@ -53,11 +59,6 @@ def _frame(length: int, users: int = 30):
     (3, "no user has 2 training interactions, so there is no next-item example to train on"),
 ])
 def test_data_too_short_to_validate_or_train_on_is_refused_before_training(tmp_path, length, expected):
-    from awrsr.data import DataConfig
-    from awrsr.errors import AwrsrError
-    from awrsr.workflows import fit
-    from conftest import tiny_run_config
-
     cfg = tiny_run_config(tmp_path / "run", max_epochs=1)
     cfg["data"] = DataConfig(min_user_interactions=0, min_item_interactions=0)
     with pytest.raises(AwrsrError, match=f"^{expected}$"):
@@ -69,14 +70,6 @@ def test_a_run_resumes_with_a_new_budget_and_machine_and_without_its_run_record(
     """Every field RESUMABLE_CHANGES names may change on resume; a run started before
     checkpoints/run.yaml existed is checked against its config.yaml instead. The fit says its
     protocol as configured and seeds torch's global generator with train.seed."""
-    import io
-
-    import torch
-
-    from awrsr.errors import ConfigError
-    from awrsr.workflows import fit
-    from conftest import tiny_run_config
-
     run_dir, shown = tmp_path / "run", io.StringIO()
     fixed = dict(seed=11, weight_decay=0.01)
     fit(**tiny_run_config(run_dir, max_epochs=1, patience=50, **fixed), console=Console(file=shown, width=300))
@@ -93,21 +86,12 @@ def test_a_run_resumes_with_a_new_budget_and_machine_and_without_its_run_record(
 
 
 def test_a_run_stopped_by_its_time_budget_before_any_validation_is_a_clear_error(tmp_path):
-    from awrsr.errors import AwrsrError
-    from awrsr.workflows import fit
-    from conftest import tiny_run_config
-
     cfg = tiny_run_config(tmp_path / "run", max_epochs=2, val_every=2, max_time="00:00:00:00")
     with pytest.raises(AwrsrError, match=r"before any validation \(train.val_every=2, train.max_time=00:00:00:00\); no epoch can be selected"):
         fit(**cfg, console=QUIET)
 
 
 def test_evaluate_refuses_a_split_it_does_not_hold_and_two_sources_of_data(trained_run, tmp_path):
-    import polars as pl
-
-    from awrsr.errors import ConfigError
-    from awrsr.workflows import evaluate, rank_artifact
-
     with pytest.raises(ConfigError, match="^split must be 'valid' or 'test', got 'train'$"):
         rank_artifact(trained_run.run_dir, split="train")
     frame = pl.DataFrame({"user_id": [1, 1, 1], "item_id": [1, 2, 3]})
@@ -118,11 +102,6 @@ def test_evaluate_refuses_a_split_it_does_not_hold_and_two_sources_of_data(train
 def test_a_replacing_run_that_fails_leaves_no_finished_run_behind(trained_run, tmp_path, monkeypatch):
     """With overwrite, the old run's model and metrics go once the new run starts training: a new
     run that then fails must not leave the old model passing for a finished run beside its checkpoints."""
-    from awrsr.errors import TrainingDiverged
-    from awrsr.infer.artifact import REQUIRED_FILES
-    from awrsr.train.module import SequentialRecommenderModule
-    from awrsr.workflows import fit
-    from conftest import tiny_run_config
 
     def blown_up(self, batch, batch_idx):
         raise FloatingPointError("the model produced NaN scores")
@@ -140,10 +119,6 @@ def test_val_every_group_by_length_and_precision_reach_the_trainer(tmp_path):
     """Each option changes what a fit does: train.val_every validates every second epoch only and
     trains exactly as validating every epoch does, train.group_by_length trains on other batches
     (another loss, same seed), and bf16-mixed computes in bfloat16 (another loss)."""
-    import polars as pl
-
-    from awrsr.workflows import fit
-    from conftest import tiny_run_config
 
     def trained(name, **options):
         config = tiny_run_config(tmp_path / name, max_epochs=2, patience=50, **options)
