@@ -91,6 +91,15 @@ def test_path_is_read_and_named_in_stats(tmp_path):
         ({"user_col": "id", "item_col": "id"}, "different columns"),
         ({"synthetic": {"num_items": 1}}, "data.synthetic.num_items"),
         ({"synthetic": {"bogus": 1}}, "data.synthetic"),
+        ({"user_col": "id", "time_col": "id"}, "different columns"),  # the time column is no user column
+        ({"item_col": "id", "time_col": "id"}, "different columns"),
+        ({"separator": "§"}, "data.separator must be a single one-byte character"),  # one character, two bytes
+        ({"separator": ""}, "data.separator must be a single one-byte character"),
+        ({"path": ""}, "data.path must be a non-empty path"),
+        ({"path": "  "}, "data.path must be a non-empty path"),
+        ({"time_col": ""}, "data.time_col must be a column name or null"),
+        ({"min_user_interactions": True}, "data.min_user_interactions must be an integer, got True"),
+        ({"min_item_interactions": False}, "data.min_item_interactions must be an integer, got False"),
     ],
 )
 def test_impossible_config_values(options, field):
@@ -122,3 +131,66 @@ def test_the_stats_table_puts_each_number_in_its_row():
         "removed by k-core (users / items / interactions)": "12 / 34 / 5,678",
         "fingerprint": "1,234 users / 567 items / 8,901 interactions, sha256 0123456789ab",
     }
+
+
+def test_defaults_are_a_5_core_that_keeps_repeats():
+    # users 1-5 see items 1-5 (user 5 twice item 1); user 6 sees 4 items and item 6 is seen by 4
+    # users: the default 5-core drops both, and the default duplicates policy keeps the repeat
+    rows = [(u, i) for u in range(1, 6) for i in range(1, 6)] + [(5, 1)]
+    rows += [(6, i) for i in range(1, 5)] + [(u, 6) for u in range(1, 5)]
+    frame = pl.DataFrame({"user_id": [u for u, _ in rows], "item_id": [i for _, i in rows]})
+    data = load_sequence_data(DataConfig(), frame=frame)
+    assert data.user_ids == [1, 2, 3, 4, 5] and data.item_vocab.ids == [1, 2, 3, 4, 5]
+    assert data.sequences[4].tolist() == [1, 2, 3, 4, 5, 1]
+    stats = data.stats
+    assert (stats.removed_users, stats.removed_items, stats.removed_interactions) == (1, 1, 8)
+    assert stats.kcore.startswith("5-core users / 5-core items") and stats.duplicates == "keep"
+
+
+def test_stats_of_unequal_lengths():
+    # lengths 4, 1, 2 (neither the first nor the last user is the shortest or longest)
+    frame = pl.DataFrame({"user_id": [1, 1, 1, 1, 2, 3, 3], "item_id": [1, 2, 3, 4, 1, 2, 3]})
+    stats = load_sequence_data(loose(), frame=frame).stats
+    assert (stats.min_length, stats.median_length, stats.max_length) == (1, 2.0, 4)
+    assert stats.mean_length == pytest.approx(7 / 3) and stats.density == pytest.approx(7 / 12)
+
+
+def test_stats_count_duplicates_and_kcore_removals_apart():
+    # duplicates=first drops user 1's second item 1 (1 row); the 2-core then drops items 4 and 5
+    # (seen once) and so user 3: 1 user, 2 items and 2 interactions, the duplicate not among them
+    frame = pl.DataFrame({"user_id": [1, 1, 1, 1, 2, 2, 2, 3, 3], "item_id": [1, 2, 3, 1, 1, 2, 3, 4, 5]})
+    data = load_sequence_data(DataConfig(duplicates="first", min_user_interactions=2, min_item_interactions=2), frame=frame)
+    stats = data.stats
+    assert stats.duplicates_removed == 1
+    assert (stats.removed_users, stats.removed_items, stats.removed_interactions) == (1, 2, 2)
+    assert data.user_ids == [1, 2]
+
+
+def test_the_fingerprint_of_given_data_never_changes():
+    # Runs store this hash and later loads compare with it: a change to the hashed layout (byte
+    # widths, the sizes header, the JSON of the ids) would make every saved run's data "differ".
+    # Change it only together with _HASH_VERSION.
+    fp = load_sequence_data(loose(), frame=small_frame()).fingerprint
+    assert fp == Fingerprint(2, 3, 6, "c41e82887350241b5dcf4149c7fd233bb7e62613451973db818a89415a8efdfc")
+
+
+def test_a_frame_is_read_instead_of_data_path(tmp_path):
+    path = tmp_path / "other.txt"
+    path.write_text("9 9 8 7\n")
+    data = load_sequence_data(loose(path=str(path)), frame=small_frame())
+    assert data.stats.source == "<frame>" and data.user_ids == [1, 2]
+
+
+def test_a_pathlib_path_is_a_path(tmp_path):
+    path = tmp_path / "seq.txt"
+    path.write_text("1 1 2 3\n")
+    config = loose(path=path)
+    assert config.path == str(path)
+    assert load_sequence_data(config).stats.source == str(path)
+
+
+@pytest.mark.parametrize("options", [{"format": "csv"}, {"time_col": "ts"}, {"has_header": False}])
+def test_reading_options_without_a_file_are_refused(options):
+    # they would be ignored, and the synthetic data trained on in place of the user's
+    with pytest.raises(ConfigError, match=f"^data.{next(iter(options))} set, but there is no data.path"):
+        load_sequence_data(DataConfig(**options))

@@ -112,3 +112,27 @@ def test_indices_follow_first_appearance_in_sorted_data():
     assert data.item_vocab.ids == ["z", "x", "y"]
     assert data.sequences.to_lists() == [[1, 2], [2, 3]]
     assert data.item_vocab.id_type == "str"
+
+
+def test_a_2_core_drops_users_and_items_seen_once():
+    # 2 is the smallest threshold that filters: user 3 and item 9 have one interaction each
+    data = load(frame_of({1: [1, 2], 2: [1, 2], 3: [9]}), min_user_interactions=2)
+    assert decoded(data) == {1: [1, 2], 2: [1, 2]} and data.stats.removed_users == 1
+    data = load(frame_of({1: [1, 2, 9], 2: [1, 2]}), min_item_interactions=2)
+    assert decoded(data) == {1: [1, 2], 2: [1, 2]} and data.stats.removed_items == 1
+
+
+def test_kcore_that_removes_in_one_round_says_so():
+    # item 9 (seen once) goes in round 1; round 2 removes nothing, so the filter is stable after 1
+    data = load(frame_of({1: [1, 2, 9], 2: [1, 2]}), min_item_interactions=2)
+    assert data.stats.kcore == "2-core items, iterated, stable after 1 round(s) of removal"
+
+
+def test_kcore_that_removes_everything_names_both_thresholds():
+    # round 1 drops items 3 and 9 (seen once); users 1 and 2 are then below 3 and go in round 2
+    with pytest.raises(DataError) as err:
+        load(frame_of({1: [1, 2, 3], 2: [1, 2, 9]}), min_user_interactions=3, min_item_interactions=2)
+    assert str(err.value) == (
+        "the k-core thresholds (data.min_user_interactions=3, data.min_item_interactions=2) removed every "
+        "interaction after 2 round(s); lower them"
+    )
