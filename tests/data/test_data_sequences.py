@@ -68,3 +68,21 @@ def test_equality():
     assert Sequences.from_lists(ROWS) != Sequences.from_lists([[1]])
     same_lengths = [[9 if x == 5 else x for x in row] for row in ROWS]  # same offsets, one item differs
     assert same_lengths != ROWS and Sequences.from_lists(same_lengths) != Sequences.from_lists(ROWS)
+
+
+def test_no_rows_at_all():
+    empty = Sequences.from_lists([])
+    assert len(empty) == 0 and empty.to_lists() == [] and empty.to_padded(2).shape == (0, 2)
+
+
+def test_a_mask_of_the_wrong_length_is_refused(seqs):
+    # np.flatnonzero would take a short mask's True rows silently
+    with pytest.raises(ValueError, match=r"boolean mask has shape \(3,\), expected \(4,\)"):
+        seqs.select(np.array([True, False, True]))
+
+
+@pytest.mark.parametrize("cut", [{"head": -1}, {"tail": -1}, {"tail": np.array([0, 0, 0, -1])}])
+def test_negative_trims_are_refused(seqs, cut):
+    # a negative tail would reach into the next row's items
+    with pytest.raises(ValueError, match="head and tail must be >= 0"):
+        seqs.trim(**cut)

@@ -105,12 +105,25 @@ def test_a_row_with_extra_fields_and_invalid_utf8_name_their_line(tmp_path):
         read_interactions(path, DataConfig())
 
 
-def test_a_compressed_file_says_so(tmp_path):
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz", "zip"])
+def test_a_compressed_file_says_so(tmp_path, kind):
+    import bz2
     import gzip
+    import io
+    import lzma
+    import zipfile
 
-    path = tmp_path / "events.csv.gz"
-    path.write_bytes(gzip.compress(b"user_id,item_id\n1,2\n"))
-    with pytest.raises(DataError, match="events.csv.gz: is gzip-compressed; decompress it first"):
+    text = b"user_id,item_id\n1,2\n"
+    if kind == "zip":
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("events.csv", text)
+        packed = buffer.getvalue()
+    else:
+        packed = {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[kind](text)
+    path = tmp_path / "events.csv"  # named as the text it holds: only its first bytes tell
+    path.write_bytes(packed)
+    with pytest.raises(DataError, match=f"events.csv: is {kind}-compressed; decompress it first"):
         read_interactions(path, DataConfig())
 
 
@@ -472,12 +485,17 @@ def test_integer_ids_beyond_int64_stay_exact_as_text(tmp_path):
     assert frame["item"].to_list() == [str(big), "3", str(big)]
 
 
-def test_a_header_naming_a_column_twice_is_refused(tmp_path):
+@pytest.mark.parametrize(("header", "name", "field"), [
+    ("user_id,item_id,item_id,ts", "item_id", "item_col"),
+    ("user_id,user_id,item_id,ts", "user_id", "user_col"),
+    ("user_id,item_id,ts,ts", "ts", "time_col"),
+])
+def test_a_header_naming_a_column_twice_is_refused(tmp_path, header, name, field):
     # polars keeps the first and renames the second item_id_duplicated_0: a silent choice
     path = tmp_path / "dup.csv"
-    path.write_text("user_id,item_id,item_id\n1,2,30\n1,3,40\n")
-    with pytest.raises(DataError, match=r"dup\.csv: the header names the column 'item_id' \(data.item_col\) more than once"):
-        read_interactions(path, DataConfig())
+    path.write_text(f"{header}\n1,2,30,5\n1,3,40,6\n")
+    with pytest.raises(DataError, match=rf"dup\.csv: the header names the column '{name}' \(data.{field}\) more than once"):
+        read_interactions(path, DataConfig(time_col="ts"))
 
 
 @pytest.mark.parametrize("separator", ['"', "\n", "\r"])
@@ -509,4 +527,35 @@ def test_one_column_without_another_separator_gets_the_usual_message(tmp_path):
     path = tmp_path / "events.csv"
     path.write_text("visitor product\nu1 a\n")  # spaces are not guessed: a name may hold one
     with pytest.raises(DataError, match=r"no column 'user_id' \(data.user_col\); the columns are: 'visitor product'"):
+        read_interactions(path, DataConfig())
+
+
+def test_integer_ids_at_the_ends_of_int64():
+    # the smallest Int64 is an id like any other; 2**63 (a UInt64) is not one, and stays exact as text
+    frame = pl.DataFrame({"user_id": [1, 1], "item_id": pl.Series([-(2**63), 5], dtype=pl.Int64)})
+    out = read_interactions(frame, DataConfig())
+    assert out.schema["item"] == pl.Int64 and out["item"].to_list() == [-(2**63), 5]
+    frame = pl.DataFrame({"user_id": [1, 1], "item_id": pl.Series([2**63, 5], dtype=pl.UInt64)})
+    assert read_interactions(frame, DataConfig())["item"].to_list() == ["9223372036854775808", "5"]
+
+
+def test_boolean_ids_are_refused():
+    frame = pl.DataFrame({"user_id": [1, 1], "item_id": [True, False]})
+    with pytest.raises(DataError, match=r"<frame>: column 'item_id' \(data.item_col\) has type Boolean; ids must be"):
+        read_interactions(frame, DataConfig())
+
+
+def test_fractional_times_written_as_text_keep_their_fraction():
+    # 2.5 comes after 2.25: cut to integers both would be 2, and file order would put 2.5 first
+    frame = pl.DataFrame({"user_id": [1, 1, 1], "item_id": [7, 8, 9], "ts": ["2.5", "2.25", "3"]})
+    assert read_interactions(frame, DataConfig(time_col="ts"))["timestamp"].to_list() == [2.5, 2.25, 3.0]
+    data = load_sequence_data(DataConfig(time_col="ts", min_user_interactions=0, min_item_interactions=0), frame=frame)
+    assert sequences(data) == [[8, 7, 9]]
+
+
+def test_a_headerless_file_names_the_column_that_is_missing(tmp_path):
+    # the first line holds a number, so it looks like data; user_id is there, item_id is not
+    path = tmp_path / "events.csv"
+    path.write_text("user_id,7\n1,8\n")
+    with pytest.raises(DataError, match=r"events\.csv: no column 'item_id': the first line 'user_id,7' looks like data"):
         read_interactions(path, DataConfig())

@@ -45,6 +45,8 @@ def test_lines_of_one_user_accumulate_and_tabs_crlf_are_whitespace(tmp_path):
         ("1 2\n\n3 4.5\n", 3, "'4.5'"),  # line numbers count blank lines
         ("1 2\n2\n", 2, "user 2 has no item ids"),
         ("a 2\n", 1, "'a'"),
+        ("1 2\n2\n3 x\n", 2, "user 2 has no item ids"),  # the first bad line, of either kind
+        ("1 2\n3 x\n2\n", 2, "'x'"),
     ],
 )
 def test_bad_whitespace_line_names_file_and_line(tmp_path, text, line, fragment):
@@ -68,6 +70,8 @@ def test_header_line_gets_a_hint(tmp_path):
     ("1,10,5\n1,11,6\n", "(comma-separated? set data.format to csv)"),
     ("user,item\n1,2\n", "(comma-separated? set data.format to csv)"),
     ("1 2\n1 x\n", "in '1 x'"),  # no other format in sight: no hint
+    ("1 2\n1 10,11\n", "in '1 10,11'"),  # a comma inside one of several ids: not a CSV line
+    ("1 2\na b\n", "in 'a b'"),  # no number, but not the first line: no header
 ])
 def test_a_file_in_another_format_gets_that_formats_hint(tmp_path, text, hint):
     path = write(tmp_path, "data.txt", text)
@@ -213,6 +217,19 @@ def test_a_table_with_a_header_is_told_to_name_its_columns(tmp_path):
         read_interactions(path, DataConfig())
 
 
+@pytest.mark.parametrize(("text", "hint"), [
+    ("1\t10\t4\t100\t7\n1\t11\t3\t101\t7\n", ("data.has_header false, data.user_col column_1, data.item_col column_2 and, "
+     "for a time column, e.g. data.time_col column_5")),  # by position, the last column
+    ("user item rating ts day\n1 10 4 100 7\n1 11 3 101 7\n", ("data.user_col and data.item_col naming its columns "
+     "('user', 'item', 'rating', 'ts', ...)")),  # the first four names, and more to come
+])
+def test_a_wide_table_is_told_how_to_name_its_columns(tmp_path, text, hint):
+    path = write(tmp_path, "wide.txt", text)
+    with pytest.raises(DataError) as err:
+        read_interactions(path, DataConfig())
+    assert "every line has 5 values" in str(err.value) and hint in str(err.value), str(err.value)
+
+
 @pytest.mark.parametrize("text", [
     "1 10 11 12\n2 10 11 12\n3 12 13 14\n",  # sequences of equal length, one line per user
     "1 10\n1 11\n2 12\n",  # pairs: a user on many lines
@@ -239,6 +256,9 @@ def test_column_options_for_a_format_with_fixed_fields_are_config_errors(tmp_pat
         read_interactions(path, DataConfig(format=fmt, **option))
     read_as = "movielens" if name == "ratings.dat" else "whitespace"
     assert f"data.{next(iter(option))} set" in str(err.value) and f"read as {read_as}" in str(err.value)
+    # the message says why it was read so: picked by auto, or named
+    how = "data.format auto picked it from the file's name and first line" if fmt == "auto" else f"data.format {fmt}"
+    assert f"read as {read_as} ({how})," in str(err.value)
 
 
 @pytest.mark.parametrize("option", [{"separator": ";"}, {"has_header": False}])
@@ -305,6 +325,7 @@ def test_auto_format_by_suffix_in_any_case_else_by_the_first_non_blank_line(tmp_
     assert detect_format(Path("x.PARQUET")) == "parquet"
     assert detect_format(write(tmp_path, "ratings.dat", "\n  \n1::10::5::978300760\n")) == "movielens"
     assert detect_format(write(tmp_path, "pairs.txt", "\n1 10\n1 11\n")) == "whitespace"
+    assert detect_format(write(tmp_path, "odd.dat", "1:10 11\n")) == "whitespace"  # one ':' is no GroupLens line
 
 
 def test_lines_of_varying_width_are_sequences_even_when_a_user_repeats(tmp_path):
