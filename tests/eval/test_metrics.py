@@ -6,6 +6,7 @@ import torch
 
 from awrsr.data.sequences import EvalCases, Sequences
 from awrsr.eval import FullRankingEvaluator, pessimistic_ranks, ranking_metrics
+from awrsr.eval.evaluator import rank_batch
 
 
 def test_ranks_by_hand_with_ties_counted_against_the_target():
@@ -131,3 +132,40 @@ def test_evaluator_scores_in_eval_mode_and_restores_training_mode():
     assert model.training  # training goes on after a validation pass
     model.eval()
     assert torch.equal(during_training, evaluator.ranks(model))  # dropout was off while it scored
+
+
+def test_evaluation_batches_hold_histories_of_similar_lengths():
+    """Users are batched shortest history first, so that each batch's window (its longest history)
+    is as narrow as it can be; the ranks still come back in the users' order."""
+    rows = [[1, 2, 3, 4, 5], [1], [2, 3, 4], [5], [1, 2, 3, 4, 5, 6], [2, 3]]
+    cases = EvalCases(users=np.arange(6), history=Sequences.from_lists(rows), targets=np.array([6, 2, 5, 1, 1, 6]))
+    evaluator = FullRankingEvaluator(cases, max_len=8, batch_size=2, filter_seen=False)
+    widths = [int((batch.input_ids > 0).sum(1).max()) for batch in evaluator]
+    assert widths == [1, 3, 6]  # lengths 1, 1 | 2, 3 | 5, 6: plain batches in user order would all be 5 or 6 wide
+    table = torch.diag(torch.ones(5), 1)  # item l + 1 scores 1 after item l, everything else 0
+    # users 0-2's target follows their last item (rank 1); the others' ties with four zeros count against it
+    assert evaluator.ranks(FixedScores(table)).tolist() == [1, 1, 1, 6, 6, 6]
+
+
+def test_validation_scores_in_float32_under_bf16_mixed_training():
+    """bf16 scores would tie many items, and ties count against the target: the training module's
+    validation step turns autocast off, so its ranks are the float32 evaluator's."""
+    from conftest import build_tiny
+
+    from awrsr.train.module import SequentialRecommenderModule
+
+    torch.manual_seed(0)
+    model = build_tiny("sasrec", "dot", "none", hidden_size=32).eval()
+    rng = np.random.default_rng(0)
+    rows = [list(rng.integers(1, 21, size=rng.integers(2, 9))) for _ in range(64)]
+    cases = EvalCases(users=np.arange(64), history=Sequences.from_lists(rows), targets=rng.integers(1, 21, size=64))
+    evaluator = FullRankingEvaluator(cases, max_len=8, filter_seen=False)
+    module = SequentialRecommenderModule(model, loss="ce", num_negatives=0, lr=1e-3, weight_decay=0.0, ks=[10])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        for batch in evaluator:
+            module.validation_step(batch, 0)
+        with torch.no_grad():
+            bf16_scores = model.score_next(evaluator.batches[0].input_ids)
+    assert bf16_scores.dtype == torch.bfloat16  # autocast was on around the step
+    in_float32 = torch.cat([rank_batch(model, batch) for batch in evaluator])
+    assert torch.equal(torch.cat(module._val_ranks), in_float32)

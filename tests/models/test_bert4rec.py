@@ -30,6 +30,15 @@ def test_cloze_masks_only_real_items_and_scores_only_masked_ones():
     assert abs(rate - 0.3) < 0.03
 
 
+def test_a_row_of_padding_only_gets_no_mask_and_no_target():
+    # nothing to predict there: forcing the last slot must not put a [mask] on padding
+    model = _bert(mask_prob=0.01)
+    torch.manual_seed(0)
+    inputs, targets = model.training_example(torch.tensor([[0] * 7, [0] * 6 + [3]]))
+    assert inputs[0].tolist() == [0] * 6 and targets[0].tolist() == [0] * 6
+    assert inputs[1, -1] == model.mask_id and targets[1].tolist() == [0] * 5 + [3]
+
+
 def test_the_last_slot_is_masked_at_its_own_rate_and_always_when_alone():
     """A row of 6 real items gets its last masked by chance (0.3) or because nothing else was
     (0.7 * 0.7^5): 0.3 + 0.7^6 = 0.4176; a row with one real item always."""

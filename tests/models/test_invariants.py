@@ -143,6 +143,15 @@ def test_every_parameter_serves(name, attention, refine):
 
     model = build_tiny(name, attention, refine)
     assert served_parameters(model, 8, 20) == sum(p.numel() for p in model.parameters())
+    assert model.training and all(p.grad is None for p in model.parameters())  # left as it was found
+    assert not model.eval().training and served_parameters(model, 8, 20) and not model.training
+
+
+@COMBINATIONS
+def test_a_window_wider_than_max_len_is_a_clear_error(name, attention, refine):
+    model = build_tiny(name, attention, refine).eval()  # max_len 8
+    with pytest.raises(ValueError, match="input window 9 is longer than the model's max_len 8"):
+        model(torch.arange(1, 10)[None])
 
 
 # The parts awrsr ships, which all declare window_invariant, so that short histories never pay

@@ -139,6 +139,39 @@ def test_a_window_wider_than_max_len_is_refused_by_window_positions():
         attention.weights(AttentionMask.build(torch.tensor([[0, 1, 2, 3, 4]]), causal=True))
 
 
+def test_a_window_wider_than_max_len_is_refused_by_positional_attention():
+    attention = _tiny("positional", max_len=4).blocks[0].attention
+    assert attention.weights(AttentionMask.build(torch.tensor([[0, 1, 2, 3]]), causal=True)).shape[-1] == 4
+    with pytest.raises(ValueError, match="window of 5 slots, more than max_len=4"):
+        attention.weights(AttentionMask.build(torch.tensor([[0, 1, 2, 3, 4]]), causal=True))
+
+
+@pytest.mark.parametrize("attention", ["positional", "average"])
+def test_position_only_attentions_drop_attention_weights_in_training_only(attention):
+    """attn_dropout reaches the weights of PARec and the fixed patterns (every other dropout is 0)."""
+    ids = torch.tensor([[0, 2, 3, 4, 5, 6]])
+    outputs = {}
+    for rate in (0.0, 0.5):
+        model = _tiny(attention, attn_dropout=rate)
+        evaluated = model.eval()(ids)
+        for seed in (0, 1):
+            torch.manual_seed(seed)
+            outputs[rate, seed] = model.train()(ids)
+        assert torch.equal(model.eval()(ids), evaluated)
+        if rate == 0.0:
+            assert torch.allclose(outputs[rate, 0], evaluated, atol=1e-6)
+    assert not torch.allclose(outputs[0.5, 0], outputs[0.5, 1])
+
+
+def test_refined_positional_attention_reports_its_base_weights_and_the_refined_ones():
+    model = _tiny("positional", refine="simp")
+    relation = model.blocks[0].attention.relation[0].detach()
+    _, weights = model.encode(torch.tensor([[0, 0, 0, 4, 5, 6]]), need_weights=True)
+    base, refined = weights[0].base[0, 0], weights[0].refined[0, 0]
+    assert torch.allclose(base[5, 3:], torch.softmax(relation[5, 3:] / math.sqrt(8), dim=0), atol=1e-6)
+    assert torch.allclose(refined[5].sum(), torch.tensor(1.0)) and not torch.allclose(refined[5], base[5], atol=1e-3)
+
+
 @pytest.mark.parametrize("pattern", ["average", "exponential"])
 def test_window_positions_change_only_the_linear_pattern(pattern):
     ids = torch.tensor([[0, 0, 3, 4, 5, 6]])

@@ -86,6 +86,8 @@ def test_stosa_loss_by_hand():
     ids = torch.tensor([[0, 0, 3, 4, 5, 6, 7, 8]])
     targets = torch.tensor([[0, 0, 4, 5, 6, 7, 8, 9]])
     hidden = model(ids)
+    # three positions sit on their positive item, so that the hinge max(0, .) is at work on both sides
+    hidden = torch.cat([hidden[:, :2], model.item_vectors(targets[:, 2:5]), hidden[:, 5:]], dim=1)
     torch.manual_seed(3)
     got = LOSSES.get("stosa")(model, hidden, targets, num_negatives=4, pvn_weight=0.5)
     torch.manual_seed(3)
@@ -97,6 +99,7 @@ def test_stosa_loss_by_hand():
     d_pn = ((model.item_vectors(pos)[:, None] - model.item_vectors(neg)) ** 2).sum(-1)
     keep = (neg != pos[:, None]).float()
     assert 0 < keep.sum() < keep.numel()  # the seed exercises the collision mask
+    assert ((d_pos[:, None] - d_pn) < 0).any() and ((d_pos[:, None] - d_pn) > 0).any()
     bpr = (-torch.log(torch.sigmoid(d_neg - d_pos[:, None])) * keep).sum(1).mean()
     pvn = ((d_pos[:, None] - d_pn).clamp_min(0) * keep).sum(1).mean()
     assert torch.allclose(got, bpr + 0.5 * pvn, atol=1e-5)

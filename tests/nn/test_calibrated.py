@@ -139,6 +139,18 @@ def test_every_weight_matrix_keeps_the_invariants_in_both_modes(name, refine):
     assert not torch.allclose(calibrated[0].refined, perturbed_weights[0].refined, atol=1e-4)
 
 
+def test_the_spatial_calibrator_starts_from_its_priors():
+    """At initialisation o^ = 1/2 for every pair (no order preference) and d^ = 0 with theta = 1, so
+    the spatial term is ln(1/2) - ln(1 + |i - j|)^2 / 2 whatever the queries and keys (docs/ac-tsr.md)."""
+    layer = calibrated_layers(build_tiny("sasrec", "calibrated", "none"))[0]
+    q, k = torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 8)
+    gap = (torch.arange(5)[:, None] - torch.arange(5)[None, :]).abs().float()
+    expected = math.log(0.5) - 0.5 * torch.log1p(gap) ** 2  # (5, 5): 0 and 1 apart: -0.693, -0.933
+    with torch.no_grad():
+        scores = layer.spatial_scores(q, k)
+    assert torch.allclose(scores, expected.expand_as(scores), atol=1e-6)
+
+
 def test_perturb_mixes_with_the_uniform_distribution_over_allowed_keys():
     allowed = torch.tensor([[True, True, False], [True, True, True], [False, False, False]])
     a = torch.tensor([[0.8, 0.2, 0.0], [0.2, 0.3, 0.5], [0.0, 0.0, 0.0]])
@@ -424,6 +436,17 @@ def test_fit_beats_popularity_and_the_artifact_recommends(tmp_path, lite):
         ids = torch.tensor([[0] * 17 + [1, 2, 3], list(range(1, 21))])
         with torch.no_grad():
             assert torch.allclose(rec.model.score_next(ids), plain.score_next(ids), atol=1e-5)
+
+
+@pytest.mark.parametrize("attention", ["dot", "calibrated"])
+def test_adam_uses_sasrecs_betas(attention):
+    # beta2 = 0.98 as in SASRec: the learning curves and tuned grids of this repo assume it
+    module = SequentialRecommenderModule(
+        build_tiny("sasrec", attention, "none"), loss="ce", num_negatives=0, lr=1e-3, weight_decay=0.0, ks=[10]
+    )
+    optimisers = module.configure_optimizers()
+    groups = [g for opt in (optimisers if isinstance(optimisers, list) else [optimisers]) for g in opt.param_groups]
+    assert groups and all(g["betas"] == (0.9, 0.98) and g["lr"] == 1e-3 for g in groups)
 
 
 def test_weight_decay_never_applies_to_the_perturbation_network():
