@@ -38,8 +38,8 @@ class ModelConfig:
         positional_rank: attention positional: None learns the full n x n matrix (PARec), k factorises
             it as R1 R2^T with R1, R2 of n x k (FPARec).
         pattern_positions: fixed patterns: number the positions j of a_ij along the user's history
-            (history, 1 = its first item) or by slot of the right-aligned max_len window (window,
-            max_len = the newest item); only linear depends on it (docs/neighbours.md).
+            (history, 1 = the oldest item in the max_len window) or by slot of the right-aligned
+            max_len window (window, max_len = the newest item); only linear depends on it (docs/neighbours.md).
         mask_prob: bert4rec: probability that Cloze training replaces a real item by [mask].
         ac_lite: attention calibrated: train with AC-TSR's calibrators but serve (eval mode) with plain
             softmax(QK^T/sqrt(d_h)) attention, at SASRec's cost (AC-SASRec-lite).

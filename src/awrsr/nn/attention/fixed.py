@@ -6,11 +6,12 @@ over the allowed keys. For query i and key j <= i:
 - linear:      a_ij = j                (linear annealing: recent items count more)
 - exponential: a_ij = exp(j - i)       (exponential annealing)
 
-Positions are counted along the user's own history (1 = its first item) by default. The paper's
-j can also be read as the slot of a right-aligned window of max_len slots (``positions="window"``,
-1 = the oldest slot, max_len = the newest item); the two differ on ``linear`` only, since for
-``exponential`` only differences j - i matter and ``average`` ignores j. Both numberings are
-independent of left padding (docs/neighbours.md).
+Positions are counted along the user's own history by default (1 = the oldest item in the
+max_len window, the first item when the whole history fits). The paper's j can also be read
+as the slot of a right-aligned window of max_len slots (``positions="window"``, 1 = the oldest
+slot, max_len = the newest item); the two differ on ``linear`` only, since for ``exponential``
+only differences j - i matter and ``average`` ignores j. Both numberings are independent of left
+padding (docs/neighbours.md).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class FixedPatternAttention(PositionWeightedValues):
 
     def slot_positions(self, mask: AttentionMask) -> Tensor:
         """(B, n) 1-based position of each slot; padded slots get values that the mask hides anyway."""
-        if self.positions == "history":  # along the user's own history: its first item is 1
+        if self.positions == "history":  # along the user's own history: the oldest item in the window is 1
             return mask.real.cumsum(dim=1).clamp(min=1)
         n = mask.real.shape[1]  # a window of the last n of max_len slots (the backbone may trim padding)
         if n > self.max_len:
