@@ -36,6 +36,24 @@ def test_fit_config_parses_and_builds(path):
     assert model.max_len == cfg["model"].max_len and len(model.blocks) == cfg["model"].num_blocks
 
 
+@pytest.mark.parametrize("path", FIT_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fit_config_data_path_names_a_shipped_benchmark_file(path):
+    """A config's ``../shared/data/...`` path (relative to the repository root, where the README
+    runs every command) names a file of the benchmark folder, so a typo cannot hide until a run."""
+    import yaml
+
+    from conftest import SHARED_DATA
+
+    data_path = (yaml.safe_load(path.read_text()).get("data") or {}).get("path")
+    if data_path is None:
+        return  # the built-in synthetic data
+    prefix = "../shared/data/"
+    assert data_path.startswith(prefix), data_path
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"{SHARED_DATA} not available")
+    assert (SHARED_DATA / data_path[len(prefix):]).is_file(), data_path
+
+
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("compare/*.yaml")), ids=lambda p: p.name)
 def test_variants_file_names_known_options_that_build(path):
     keys = known_keys() | {COMPARE_TO}
