@@ -414,7 +414,7 @@ def test_compare_takes_boolean_variants_as_yaml_writes_them(tmp_path, capsys):
         capsys, "compare", str(config), "--key", "model.refine_per_head", "--base", "false", "--variants", "[true]",
         "--seeds", "[1]", "--output_dir", str(tmp_path / "c"), "--report_only", "true",
     )
-    assert code == 2 and "missing: false seed 1 (not started), true seed 1 (not started)" in err, err
+    assert code == 2 and "no finished run of this comparison yet. Not started: false seed 1; true seed 1." in err, err
 
 
 def test_config_before_the_command_says_where_it_goes(capsys):

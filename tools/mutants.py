@@ -331,7 +331,7 @@ MUTANTS = [
            "return json.dumps(value) if isinstance(value, bool) else str(value)", "tests/experiments/test_compare_statistics.py", "a None value is named null, as YAML writes it"),
     Mutant("M126", "src/awrsr/experiments/runs.py", "RESOLVED_SECTIONS = (\"data\", \"model\", \"train\", \"evaluation\")",
            "RESOLVED_SECTIONS = (\"data\", \"model\", \"train\")", "tests/experiments/test_experiments.py", "a finished run is reused only with the same evaluation settings"),
-    Mutant("M127", "src/awrsr/experiments/runs.py", "    if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():\n        return \"interrupted; it resumes\"\n",
+    Mutant("M127", "src/awrsr/experiments/runs.py", "    if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():\n        return \"interrupted (it resumes)\"\n",
            "", "tests/experiments/test_experiments.py", "a run with a last checkpoint is reported as resuming"),
     Mutant("M128", "src/awrsr/experiments/runs.py", "if not sep or not key:",
            "if not sep:", "tests/experiments/test_experiments.py", "--set with an empty key is refused"),

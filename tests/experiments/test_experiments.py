@@ -376,7 +376,7 @@ def test_compare_tabulates_by_history_length(base_config, tmp_path):
     (tmp_path / "add" / "seed-2" / "test_ranks.npy").unlink()
     run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
     md = (tmp_path / "by_length.md").read_text()
-    assert "Partial table: add seed 2 (no stored test ranks)" in md and "| add | " in md and "| 1 |" in md
+    assert "Partial table, without these runs. No stored test ranks: add seed 2." in md and "| add | " in md and "| 1 |" in md
     metrics = tmp_path / "add" / "seed-1" / "metrics.json"
     original = metrics.read_text()
     record = json.loads(original)
@@ -441,12 +441,12 @@ def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_
     # the improvement is paired: against the base's seed 1 only, not the mean of both seeds
     assert add.improvement == pytest.approx(relative_improvement(add.mean, base_seed1["test"]["ndcg@5"]))
     md = (partial / "table.md").read_text()
-    assert "add seed 2 (not started)" in md and "p=n/a" in md and "Partial table" in md
+    assert "Not started: add seed 2." in md and "p=n/a" in md and "Partial table" in md
     # a run with training records but no checkpoint (copied back from another machine) is not "not started"
     (partial / "add" / "seed-2").mkdir(parents=True)
     shutil.copy(tmp_path / "full" / "add" / "seed-2" / "metrics.csv", partial / "add" / "seed-2")
     run_compare(base_config, ["add"], [1, 2], partial, extra=parse_sets(TINY), console=QUIET, report_only=True)
-    assert "add seed 2 (interrupted, with no checkpoint here; it starts again)" in (partial / "table.md").read_text()
+    assert "Interrupted, with no checkpoint here (it starts again): add seed 2." in (partial / "table.md").read_text()
     # a report asking for more than a complete table holds prints its partial table, and leaves
     # the complete one (and its CSVs) as they were
     written = {name: (tmp_path / "full" / name).read_bytes() for name in ("table.md", "table.csv", "runs.csv")}
@@ -491,7 +491,7 @@ def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, 
     assert {p.name for p in (shared / "add" / "seed-1").iterdir()} == {".awrsr.lock"}  # nothing trained there
     shutil.copytree(tmp_path / "done" / "none", shared / "none")  # a finished base, for a partial table
     run_compare(base_config, ["add"], [1], shared, extra=parse_sets(TINY), console=QUIET, report_only=True)
-    assert "add seed 1 (training now)" in (shared / "table.md").read_text()
+    assert "Training now: add seed 1." in (shared / "table.md").read_text()
     shutil.rmtree(shared / "none")
     console = Console(file=Watched(), width=200)
     table = run_compare(base_config, ["add"], [1], shared, extra=parse_sets(TINY), console=console)
@@ -704,10 +704,22 @@ def test_an_unfinished_runs_status(tmp_path):
     assert run_status(run_dir) == "not started"
     run_dir.mkdir()
     (run_dir / "metrics.csv").write_text("epoch\n")
-    assert run_status(run_dir) == "interrupted, with no checkpoint here; it starts again"
+    assert run_status(run_dir) == "interrupted, with no checkpoint here (it starts again)"
     (run_dir / "checkpoints").mkdir()
     (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"x")
-    assert run_status(run_dir) == "interrupted; it resumes"
+    assert run_status(run_dir) == "interrupted (it resumes)"
+
+
+def test_unfinished_runs_are_described_by_status_then_variant():
+    from awrsr.experiments.runs import describe_runs
+
+    runs = [("none", 43, "not started"), ("none", 44, "not started"), ("add", 42, "training now"),
+            ("add", 43, "not started"), ("simp", 42, "interrupted (it resumes)")]
+    # statuses and variants in the order first met, runs not started last; a variant's seeds in the order given
+    assert describe_runs(runs) == (
+        "Training now: add seed 42. Interrupted (it resumes): simp seed 42. Not started: none seeds 43, 44; add seed 43."
+    )
+    assert describe_runs([]) == ""
 
 
 def test_compare_accepts_a_variant_that_also_sets_an_option_no_model_reads(tmp_path):

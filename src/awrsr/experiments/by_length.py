@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from awrsr.errors import ArtifactError
+from awrsr.experiments.runs import describe_runs
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, write_text_atomic
 
@@ -132,8 +133,8 @@ class LengthRow:
 def length_table(
     records: list[dict], references: dict[str, str], base: str, edges: Sequence[int] = DEFAULT_EDGES,
     metric: str = LENGTH_METRIC, recompute_ranks: bool = False,
-) -> tuple[list[str], dict[str, LengthRow], list[str]]:
-    """(bucket labels, a row per variant, runs left out with the reason). A cell holds the mean
+) -> tuple[list[str], dict[str, LengthRow], list[tuple[str, int, str]]]:
+    """(bucket labels, a row per variant, runs left out as (variant, seed, reason)). A cell holds the mean
     and std over seeds of the bucket's ``metric`` and, against the variant's reference (when both
     ran on the same data), the improvement in % and the paired p-value over the shared seeds,
     like the main table. Runs without stored test ranks are left out unless ``recompute_ranks``
@@ -146,7 +147,7 @@ def length_table(
         fingerprint, lengths = held_out_history_lengths(run_dir, cache)
         ranks = held_out_ranks(run_dir, recompute=recompute_ranks)
         if ranks is None:
-            left_out.append(f"{r['variant']} seed {r['seed']} (no stored test ranks)")
+            left_out.append((r["variant"], r["seed"], "no stored test ranks"))
             continue
         if len(ranks) != len(lengths):
             raise ArtifactError(f"{run_dir}: {len(ranks)} test ranks for {len(lengths)} test users")
@@ -182,14 +183,14 @@ def length_table(
 
 def write_length_tables(
     records: list[dict], references: dict[str, str], base: str, output_dir: Path,
-    edges: Sequence[int] = DEFAULT_EDGES, metric: str = LENGTH_METRIC, missing: Sequence[str] = (),
+    edges: Sequence[int] = DEFAULT_EDGES, metric: str = LENGTH_METRIC, missing: Sequence[tuple[str, int, str]] = (),
 ) -> Path:
     """by_length.md and by_length.csv in ``output_dir``: the comparison's ``metric`` per bucket of
     test history length. Buckets with no user are left out; ``missing`` names the comparison's
     unfinished runs (the table then says it is partial)."""
     labels, rows, left_out = length_table(records, references, base, edges, metric)
     if not rows:
-        raise ArtifactError(f"no run has stored test ranks ({', '.join(left_out)})")
+        raise ArtifactError(f"no run has stored test ranks ({', '.join(f'{v} seed {s}' for v, s, _ in left_out)})")
     header = rows.get(base) or next(iter(rows.values()))
     shown = [b for b in range(len(labels)) if any(row.counts[b] for row in rows.values())]
     lines = [["variant", "metric", "bucket", "users", "mean", "std", "improvement_pct", "p_value", "runs", "pairs"]]
@@ -228,7 +229,7 @@ def write_length_tables(
     if other:
         md += ["", f"Trained on other data than the base, so with other bucket sizes (see by_length.csv): {', '.join(other)}."]
     if missing or left_out:
-        md += ["", f"Partial table: {', '.join([*missing, *left_out])} not in it. Improvements and p-values "
+        md += ["", f"Partial table, without these runs. {describe_runs([*missing, *left_out])} Improvements and p-values "
                "compare only the seeds a variant shares with its reference (paired), so they may differ "
                "from the ratio of the means shown."]
     path = output_dir / "by_length.md"

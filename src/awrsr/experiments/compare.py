@@ -20,7 +20,8 @@ from rich.console import Console
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
-    DataFingerprints, check_finished_runs, data_config_key, finished_run, option_args, run_or_reuse, run_status,
+    DataFingerprints, check_finished_runs, data_config_key, finished_run, describe_runs, option_args, run_or_reuse,
+    run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
@@ -225,12 +226,9 @@ def run_compare(
         {"variant": name, "seed": seed, "run_dir": str(output_dir / name / f"seed-{seed}"), "metrics": results[name, seed]}
         for name, seed in runs if (name, seed) in results
     ]
-    missing = [
-        f"{name} seed {seed} ({run_status(output_dir / name / f'seed-{seed}')})"
-        for name, seed in runs if (name, seed) not in results
-    ]
+    missing = [(name, seed, run_status(output_dir / name / f"seed-{seed}")) for name, seed in runs if (name, seed) not in results]
     if not records:
-        raise ConfigError(f"{output_dir}: no finished run of this comparison yet (missing: {', '.join(missing)})")
+        raise ConfigError(f"{output_dir}: no finished run of this comparison yet. {describe_runs(missing)}")
     check_one_dataset_per_data_config(records, resolved)
     table = tabulate(records, base, references=references)
     # A report of runs not all finished (another variant or seed asked for) never replaces a
@@ -249,7 +247,7 @@ def run_compare(
 
 def write_tables(
     records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, label: str, references: dict[str, str],
-    base: str, length_edges: Sequence[int], missing: Sequence[str], console: Console,
+    base: str, length_edges: Sequence[int], missing: Sequence[tuple[str, int, str]], console: Console,
 ) -> None:
     """The comparison's tables (``write_outputs``, ``write_length_tables``) in ``output_dir``, and printed."""
     write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
@@ -327,7 +325,7 @@ def tabulate(
 
 def write_outputs(
     records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, key: str,
-    other_references: dict[str, str] | None = None, missing: Sequence[str] = (),
+    other_references: dict[str, str] | None = None, missing: Sequence[tuple[str, int, str]] = (),
 ) -> None:
     """runs.csv, table.csv and table.md; ``other_references`` names the variants compared with
     something other than the base (shown as "variant (vs reference)"), ``missing`` the runs not
@@ -397,7 +395,7 @@ def write_outputs(
     if missing:
         lines += [
             "",
-            f"Partial table: {len(missing)} run(s) not finished ({', '.join(missing)}). Improvements and "
+            f"Partial table: {len(missing)} run(s) not finished. {describe_runs(missing)} Improvements and "
             "p-values compare only the seeds a variant shares with its reference (paired), so they may "
             "differ from the ratio of the means shown.",
         ]

@@ -18,6 +18,8 @@ from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 from awrsr.run_config import config_differences, load_fit_config
 from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, LOG_FILE
 
+NOT_STARTED = "not started"
+
 
 def option_args(options: dict[str, Any]) -> list[str]:
     """``{"model.refine": "simp"}`` -> ``["--model.refine", "simp"]``."""
@@ -179,10 +181,27 @@ def run_status(run_dir: Path) -> str:
         except Timeout:
             return "training now"
     if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
-        return "interrupted; it resumes"
+        return "interrupted (it resumes)"
     if (run_dir / LOG_FILE).is_file():  # e.g. records copied back from another machine without checkpoints
-        return "interrupted, with no checkpoint here; it starts again"
-    return "not started"
+        return "interrupted, with no checkpoint here (it starts again)"
+    return NOT_STARTED
+
+
+def describe_runs(runs: Iterable[tuple[str, int, str]]) -> str:
+    """``(variant, seed, status)`` triples as a few words per status, in the order given except
+    that runs not started come last: "Training now: add seed 1. Not started: add seeds 2, 3; simp
+    seed 1." A long comparison's unfinished runs stay readable instead of one line per run."""
+    grouped: dict[str, dict[str, list[int]]] = {}
+    for variant, seed, status in runs:
+        grouped.setdefault(status, {}).setdefault(variant, []).append(seed)
+    if NOT_STARTED in grouped:  # what is under way matters more than what is still to come
+        grouped[NOT_STARTED] = grouped.pop(NOT_STARTED)
+    return " ".join(
+        f"{status[:1].upper()}{status[1:]}: "
+        + "; ".join(f"{variant} seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}" for variant, seeds in variants.items())
+        + "."
+        for status, variants in grouped.items()
+    )
 
 
 def known_keys() -> set[str]:
