@@ -308,7 +308,7 @@ def test_a_misspelt_key_names_the_closest_one(tmp_path, capsys):
     config = tmp_path / "typo.yaml"
     config.write_text("model:\n  refin: simp\n")
     code, _, err = run_cli(capsys, "fit", "--config", str(config))
-    assert code == 2 and "'model.refin' (did you mean --model.refine?)" in err
+    assert code == 2 and "typo.yaml, line 2: unknown key 'model.refin'; did you mean model.refine?" in err, err
     code, _, err = run_cli(capsys, "fit", "--zzz", "1")
     assert code == 2 and "unrecognized arguments: --zzz 1" in err and "did you mean" not in err
     from awrsr.errors import ConfigError
@@ -316,9 +316,13 @@ def test_a_misspelt_key_names_the_closest_one(tmp_path, capsys):
 
     with pytest.raises(ConfigError, match=r"did you mean --model\.refine\?"):  # variants files and search spaces
         load_fit_config(["--model.refin", "simp"])
-    # a key under its section, as a loaded config reports it ("Group 'model' ... 'refin'")
-    with pytest.raises(ConfigError, match=r"Group 'model' does not accept option 'refin' \(did you mean --model\.refine\?\)"):
+    # a key under its section of a config file: the file and line, before the parser sees it
+    with pytest.raises(ConfigError, match=r"typo.yaml, line 2: unknown key 'model.refin'; did you mean model\.refine\?"):
         load_fit_config(["--config", str(config)])
+    # a section given as a file of its own, and so a mapping in a mapping, as a loaded config
+    # reports it ("Group 'model' ... 'refin'")
+    with pytest.raises(ConfigError, match=r"Group 'model' does not accept option 'refin' \(did you mean --model\.refine\?\)"):
+        load_fit_config(["--model", "{refin: simp}"])
 
 
 def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):

@@ -655,6 +655,18 @@ MUTANTS = [
     Mutant("M253", "src/awrsr/nn/init.py", "            nn.init.zeros_(module.bias)",
            "            pass", "tests/nn/test_init.py",
            "every linear bias starts at zero"),
+    Mutant("M254", "src/awrsr/experiments/stats.py", "<= 1e-12 * scale:", "< 0:", "tests/experiments/test_experiments.py",
+           "the same difference on every seed up to rounding has no p-value, not scipy's p = 0"),
+    Mutant("M255", "src/awrsr/experiments/runs.py", "        grouped[NOT_STARTED] = grouped.pop(NOT_STARTED)", "        pass",
+           "tests/experiments/test_experiments.py", "a comparison's unfinished runs name those under way before those not started"),
+    Mutant("M256", "src/awrsr/data/tabular.py", "    short = lines.short_row(bad) if lines is not None and series[bad] is None else None",
+           "    short = None", "tests/data/test_data_tabular.py", "a row short of fields is called short, not empty"),
+    Mutant("M257", "src/awrsr/data/readers.py", "return normal in _TIME_NAMES or normal.endswith(_TIME_SUFFIXES)",
+           "return normal in _TIME_NAMES", "tests/data/test_data_dataset.py", "created_at looks like a time column"),
+    Mutant("M258", "src/awrsr/strict_yaml.py", "                _check_known_key(name, sub_key, source)\n",
+           "                pass\n", "tests/test_strict_yaml.py", "an unknown key in a config file's section names the file and line"),
+    Mutant("M259", "src/awrsr/strict_yaml.py", "                        _check_known_key(\"data.synthetic\", synthetic_key, source)",
+           "                        pass", "tests/test_strict_yaml.py", "an unknown key under data.synthetic names the file and line"),
 ]
 
 

@@ -179,7 +179,7 @@ def recommend(
         f"--{name}" for name, value in {"output": output, **reading, "batch_size": batch_size}.items() if value is not None
     ]
     if given:
-        raise AwrsrError(f"{', '.join(given)} only apply with --input (a log to score)")
+        raise AwrsrError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} with --input (a log to score)")
     if not items:
         raise AwrsrError("--history is empty; give comma-separated item ids, e.g. 1193,661,914, or a log with --input")
     recommender = Recommender.load(artifact, device=device)
@@ -206,6 +206,11 @@ def recommend(
         )
 
 
+def _users(count: int) -> str:
+    """``1 user``, ``1,234 users``."""
+    return f"{count:,} user{'s' * (count != 1)}"
+
+
 def _recommend_log(
     artifact: str, input: str, output: Optional[str], k: int, include_seen: bool, ignore_unknown: bool,
     exclude: list, device: str, reading: dict, batch_size: int,
@@ -229,12 +234,13 @@ def _recommend_log(
         sys.stdout.write(result.frame.write_csv())
     console = Console(stderr=True)
     served = result.frame.get_column("user").n_unique()
-    console.print(f"top {min(k, len(loaded.vocab))} for {served:,} users ({result.frame.height:,} rows) -> {output or 'standard output'}")
+    console.print(f"top {min(k, len(loaded.vocab))} for {_users(served)} ({result.frame.height:,} rows) -> {output or 'standard output'}")
     if served < result.users:
-        console.print(f"[yellow]{result.users - served:,} users had every item seen or excluded and got none[/yellow]")
+        console.print(f"[yellow]{_users(result.users - served)} had every item seen or excluded and got none[/yellow]")
     if result.skipped_users:
         examples = ", ".join(map(str, result.skipped_users[:5])) + (", ..." if len(result.skipped_users) > 5 else "")
-        console.print(f"[yellow]{len(result.skipped_users):,} users have no item the model knows and got none: {examples}[/yellow]")
+        has = "has" if len(result.skipped_users) == 1 else "have"
+        console.print(f"[yellow]{_users(len(result.skipped_users))} {has} no item the model knows and got none: {examples}[/yellow]")
     if result.unknown_interactions:
         console.print(
             f"[yellow]left out {result.unknown_interactions:,} interactions with {len(result.unknown_items):,} "

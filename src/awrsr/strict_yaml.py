@@ -151,11 +151,40 @@ def check_fit_config_shape(text: str, source: str) -> None:
                     f"got {_kind(value)}"
                 )
             for sub_key, sub_value in value.value:
+                _check_known_key(name, sub_key, source)
                 if sub_key.value == "synthetic" and not _null(sub_value) and not isinstance(sub_value, yaml.MappingNode):
                     raise ConfigError(
                         f"{source}, line {sub_key.start_mark.line + 1}: data.synthetic must be a mapping of its "
                         f"settings, got {_kind(sub_value)}"
                     )
+                if sub_key.value == "synthetic" and isinstance(sub_value, yaml.MappingNode):
+                    for synthetic_key, _ in sub_value.value:
+                        _check_known_key("data.synthetic", synthetic_key, source)
+
+
+def _section_keys(section: str) -> list[str]:
+    """The settings a fit config's ``section`` (``data``, ..., ``data.synthetic``) takes."""
+    from dataclasses import fields
+
+    from awrsr.data.config import DataConfig, SyntheticConfig
+    from awrsr.eval.config import EvalConfig
+    from awrsr.models.config import ModelConfig
+    from awrsr.train.config import TrainConfig
+
+    kinds = {"data": DataConfig, "model": ModelConfig, "train": TrainConfig, "evaluation": EvalConfig,
+             "data.synthetic": SyntheticConfig}
+    return [f.name for f in fields(kinds[section])]
+
+
+def _check_known_key(section: str, key: yaml.Node, source: str) -> None:
+    """A ConfigError naming ``source`` and the line for a key ``section`` does not take (the
+    parser would name the key but neither file nor line)."""
+    known = _section_keys(section)
+    if key.value in known:
+        return
+    close = difflib.get_close_matches(str(key.value), known, n=1)
+    hint = f"did you mean {section}.{close[0]}?" if close else "awrsr fit --help lists the settings"
+    raise ConfigError(f"{source}, line {key.start_mark.line + 1}: unknown key '{section}.{key.value}'; {hint}")
 
 
 def _null(node: yaml.Node) -> bool:

@@ -295,7 +295,8 @@ def _fit(
     else:
         shown["popularity (valid)"] = popularity_results["valid"]
     print_results(console, shown, evaluation.ks, title=f"{model.label} on {dataset.stats.source}")
-    console.print(f"saved to {run_dir}  ({outcome.epochs_trained} epochs, {outcome.train_seconds:.1f} s)")
+    epochs = outcome.epochs_trained
+    console.print(f"saved to {run_dir}  ({epochs} epoch{'s' * (epochs != 1)}, {outcome.train_seconds:.1f} s)")
     return FitResult(run_dir, metrics)
 
 

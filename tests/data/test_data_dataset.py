@@ -115,7 +115,8 @@ def test_the_stats_table_puts_each_number_in_its_row():
     stats = DatasetStats(
         source="events.csv", users=1234, items=567, interactions=8901, min_length=3, median_length=6.5, mean_length=7.2134,
         max_length=40, density=0.012718, kcore="5-core users / 5-core items", removed_users=12, removed_items=34,
-        removed_interactions=5678, duplicates="first", duplicates_removed=2345,
+        removed_interactions=5678, duplicates="first", duplicates_removed=2345, order="file order",
+        unused_time_columns=["ts", "[b]"],
     )
     out = io.StringIO()
     print_stats(stats, Fingerprint(users=1234, items=567, interactions=8901, sha256="0123456789abcdef" * 4),
@@ -126,6 +127,7 @@ def test_the_stats_table_puts_each_number_in_its_row():
         "source": "events.csv", "users": "1,234", "items": "567", "interactions": "8,901",
         "sequence length min / median / mean / max": "3 / 6.5 / 7.21 / 40",
         "density": "1.2718%",
+        "order": "file order — is 'ts', '[b]' the time? then set data.time_col",
         "duplicates": "first (2,345 removed)",
         "k-core": "5-core users / 5-core items",
         "removed by k-core (users / items / interactions)": "12 / 34 / 5,678",
@@ -194,3 +196,37 @@ def test_reading_options_without_a_file_are_refused(options):
     # they would be ignored, and the synthetic data trained on in place of the user's
     with pytest.raises(ConfigError, match=f"^data.{next(iter(options))} set, but there is no data.path"):
         load_sequence_data(DataConfig(**options))
+
+
+def test_the_stats_say_how_interactions_were_ordered(tmp_path):
+    # a table with a time-like column that the config does not read is in file order, and says
+    # which column it might have meant; naming it orders by it
+    frame = pl.DataFrame({"visitor": ["a"] * 3 + ["b"] * 3, "sku": [1, 2, 3, 3, 2, 1], "ts": [3, 2, 1, 1, 2, 3],
+                          "created_at": [0] * 6, "rating": [5] * 6})
+    loose = DataConfig(user_col="visitor", item_col="sku", min_user_interactions=1, min_item_interactions=1)
+    csv, parquet = tmp_path / "events.csv", tmp_path / "events.parquet"
+    frame.write_csv(csv)
+    frame.write_parquet(parquet)
+    for source in (csv, parquet):
+        stats = load_sequence_data(DataConfig(**{**loose.__dict__, "path": str(source)})).stats
+        assert (stats.order, stats.unused_time_columns) == ("file order", ["ts", "created_at"])
+    stats = load_sequence_data(loose, frame=frame).stats
+    assert (stats.order, stats.unused_time_columns) == ("file order", ["ts", "created_at"])
+    timed = load_sequence_data(DataConfig(**{**loose.__dict__, "path": str(csv), "time_col": "ts"}))
+    assert (timed.stats.order, timed.stats.unused_time_columns) == ("by time (column 'ts'), ties in file order", [])
+    assert timed.item_vocab.decode(timed.sequences[0]) == [3, 2, 1]  # user a, by time
+    # fixed-field files: MovieLens has times, whitespace sequences have file order only
+    ratings = tmp_path / "ratings.dat"
+    ratings.write_text("1::10::5::300\n1::11::5::100\n1::12::5::200\n")
+    loose_files = DataConfig(min_user_interactions=1, min_item_interactions=1)
+    stats = load_sequence_data(DataConfig(**{**loose_files.__dict__, "path": str(ratings)})).stats
+    assert (stats.order, stats.unused_time_columns) == ("by time (the file's timestamps), ties in file order", [])
+    sequences = tmp_path / "seqs.txt"
+    sequences.write_text("1 10 11 12\n")
+    stats = load_sequence_data(DataConfig(**{**loose_files.__dict__, "path": str(sequences)})).stats
+    assert (stats.order, stats.unused_time_columns) == ("file order", [])
+    # a headerless CSV has no names to go by
+    frame.write_csv(csv, include_header=False)
+    headerless = DataConfig(path=str(csv), has_header=False, user_col="column_1", item_col="column_2",
+                            min_user_interactions=1, min_item_interactions=1)
+    assert load_sequence_data(headerless).stats.unused_time_columns == []

@@ -79,6 +79,26 @@ def test_null_id_names_column_and_line(tmp_path):
         read_interactions(frame, DataConfig(user_col="who", item_col="what"))
 
 
+@pytest.mark.parametrize(("text", "config", "expected"), [
+    # polars reads a row short of fields with its last values empty: the message says which it is
+    ("who,what,when\nu1,1,5\n\nu1,2\nu2,3,7\n", DataConfig(user_col="who", item_col="what", time_col="when"),
+     "short.csv:4: 2 fields, but the first row has 3, so column 'when' (data.time_col) has no value"),
+    ("who,when,what\nu1,5,1\nu1,6\n", DataConfig(user_col="who", item_col="what", time_col="when"),
+     "short.csv:3: 2 fields, but the first row has 3, so column 'what' (data.item_col) has no value"),
+    ("u1,1,5\nu2\n", DataConfig(has_header=False, user_col="column_1", item_col="column_2", time_col="column_3"),
+     "short.csv:2: 1 field, but the first row has 3, so column 'column_2' (data.item_col) has no value"),
+    # an empty value in a full row is still called empty
+    ("who,what,when\nu1,1,5\nu1,2,\n", DataConfig(user_col="who", item_col="what", time_col="when"),
+     "short.csv:3: column 'when' (data.time_col) is empty"),
+])
+def test_a_row_short_of_fields_is_called_short_not_empty(tmp_path, text, config, expected):
+    path = tmp_path / "short.csv"
+    path.write_text(text)
+    with pytest.raises(DataError) as err:
+        read_interactions(path, config)
+    assert str(err.value).endswith(expected), str(err.value)
+
+
 def test_header_only_file_has_no_interactions(tmp_path):
     path = tmp_path / "empty.csv"
     path.write_text("user_id,item_id\n")

@@ -102,7 +102,7 @@ def test_each_run_trains_with_its_own_seed(monkeypatch, tmp_path, config):
     none, add = table["none"]["ndcg@5"], table["add"]["ndcg@5"]
     assert none.mean == 0.1875 and none.std == pytest.approx(0.125 / math.sqrt(2))
     assert add.mean == 0.25 and add.improvement == pytest.approx(100 / 3)
-    assert add.p_value == 0.0  # both differences exactly 1/16: no variance, an undefined t statistic
+    assert math.isnan(add.p_value)  # both differences exactly 1/16: no variance, an undefined t statistic
 
 
 def test_a_named_base_that_is_not_the_first_entry_is_the_base(monkeypatch, tmp_path, config):
@@ -285,3 +285,13 @@ def test_length_edges_must_increase_strictly():
     for edges in ([5, 5], [10, 5], [0, 5], []):
         with pytest.raises(ValueError, match="positive and increasing"):
             by_length.bucket_labels(edges)
+
+
+def test_the_same_gain_on_every_seed_has_no_p_value_in_the_table(tmp_path):
+    # a test set of 300 users moves a recall in steps of 1/300: +3/300 on both seeds is no certainty
+    records = [rec("none", 1, 23 / 300), rec("none", 2, 38 / 300), rec("add", 1, 26 / 300), rec("add", 2, 41 / 300)]
+    table = tabulate(records, base="none")
+    assert all(math.isnan(cell.p_value) for cell in table["add"].values())
+    write_outputs(records, table, tmp_path, "model.refine")
+    line = next(x for x in (tmp_path / "table.md").read_text().splitlines() if x.startswith("| add |"))
+    assert "p=n/a" in line and "p=0.000" not in line, line

@@ -162,6 +162,9 @@ def test_cli_names_its_own_option_for_unknown_items(trained_run, tmp_path, capsy
     pl.DataFrame({"user_id": ["a", "a"], "item_id": [1, 99999]}).write_csv(log)
     code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log))
     assert code == 2 and stderr.rstrip().endswith("Skip them with --ignore_unknown true.") and "unknown=" not in stderr
+    pl.DataFrame({"user_id": ["a", "b"], "item_id": [1, 99999]}).write_csv(log)
+    code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log), "--ignore_unknown", "true")
+    assert code == 0 and "for 1 user (" in stderr and "1 user has no item the model knows and got none: b" in stderr, stderr
 
 
 def test_cli_passes_each_option_on_when_scoring_a_log(trained_run, log_file, tmp_path, capsys):
@@ -191,9 +194,10 @@ def test_cli_passes_each_option_on_when_scoring_a_log(trained_run, log_file, tmp
     "extra, expected",
     [
         (["--history", "1,2", "--input", "LOG"], "either --history or --input"),
-        (["--history", "1,2", "--output", "recs.csv"], "--output only apply with --input"),
-        (["--history", "1,2", "--user_col", "visitor"], "--user_col only apply with --input"),
-        (["--history", "1,2", "--batch_size", "8"], "--batch_size only apply with --input"),
+        (["--history", "1,2", "--output", "recs.csv"], "--output only applies with --input"),
+        (["--history", "1,2", "--user_col", "visitor"], "--user_col only applies with --input"),
+        (["--history", "1,2", "--batch_size", "8"], "--batch_size only applies with --input"),
+        (["--history", "1,2", "--output", "recs.csv", "--batch_size", "8"], "--output, --batch_size only apply with --input"),
         (["--input", "LOG", "--json_output", "true"], "--json_output is for --history"),
         (["--input", "LOG", "--output", "recs.xlsx"], "suffix picks the format"),
         (["--input", "LOG", "--item_col", "sku"], "sku"),

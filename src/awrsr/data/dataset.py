@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from awrsr.data.config import DataConfig
 from awrsr.data.preprocess import Preprocessed, preprocess
-from awrsr.data.readers import read_interactions
+from awrsr.data.readers import read_interactions, unused_time_columns
 from awrsr.data.sequences import Sequences
 from awrsr.data.synthetic import make_synthetic_interactions
 from awrsr.data.vocab import Vocabulary
@@ -84,6 +84,8 @@ class DatasetStats:
     removed_interactions: int
     duplicates: str  # the duplicates policy
     duplicates_removed: int  # interactions the duplicates policy dropped (before k-core)
+    order: str = "file order"  # how each user's interactions were ordered, e.g. "by time (column 'ts'), ties in file order"
+    unused_time_columns: list[str] = field(default_factory=list)  # a table's time-like columns left unread
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -112,7 +114,15 @@ class SequenceData:
         return f"SequenceData({self.stats.source!r}, users={self.num_users}, items={self.num_items}, interactions={len(self.sequences.items)})"
 
 
-def _stats(source: str, pre: Preprocessed, config: DataConfig) -> DatasetStats:
+def _order(config: DataConfig, timed: bool) -> str:
+    """How each user's interactions were ordered, in the words of the stats table."""
+    if not timed:
+        return "file order"
+    by = f"column {config.time_col!r}" if config.time_col is not None else "the file's timestamps"
+    return f"by time ({by}), ties in file order"
+
+
+def _stats(source: str, pre: Preprocessed, config: DataConfig, timed: bool, unused_times: list[str]) -> DatasetStats:
     lengths = np.diff(pre.offsets)
     users, items, n = len(pre.user_ids), len(pre.item_ids), len(pre.items)
     return DatasetStats(
@@ -131,6 +141,8 @@ def _stats(source: str, pre: Preprocessed, config: DataConfig) -> DatasetStats:
         removed_interactions=pre.kcore.removed_interactions,
         duplicates=config.duplicates,
         duplicates_removed=pre.duplicates_removed,
+        order=_order(config, timed),
+        unused_time_columns=unused_times,
     )
 
 
@@ -160,20 +172,24 @@ def load_sequence_data(config: DataConfig, frame: Any = None) -> SequenceData:
     >>> data.num_users, data.num_items
     (20, 10)
     """
+    unused_times: list[str] = []
     if frame is not None:
         source, interactions = "<frame>", read_interactions(frame, config)
+        unused_times = unused_time_columns(frame, config)
     elif config.path is not None:
         source, interactions = config.path, read_interactions(config.path, config)
+        unused_times = unused_time_columns(config.path, config)
     else:
         check_reading_options_unused(config)
         syn = config.synthetic
         source = "synthetic(" + ", ".join(f"{k}={v}" for k, v in asdict(syn).items()) + ")"
         interactions = make_synthetic_interactions(syn)
+    timed = interactions.get_column("timestamp").null_count() < interactions.height
     pre = preprocess(interactions, config)
     return SequenceData(
         item_vocab=Vocabulary(pre.item_ids),
         user_ids=pre.user_ids,
         sequences=Sequences(pre.offsets, pre.items),
         fingerprint=Fingerprint.compute(pre.offsets, pre.items, pre.item_ids, pre.user_ids),
-        stats=_stats(source, pre, config),
+        stats=_stats(source, pre, config, timed, unused_times),
     )

@@ -99,3 +99,43 @@ def check_options_apply(config: DataConfig, fmt: str, source: str | Path) -> Non
         f"{', '.join(ignored)} set, but {source} is read as {fmt} ({how}), whose fields are fixed and "
         "would ignore them: remove them, or set data.format to csv, tsv or parquet if the file has columns"
     )
+
+
+# Column names that say "when": a table that has one but names no data.time_col is read in file
+# order, which is rarely what its author meant (an export sorted by user or item, say).
+_TIME_NAMES = {"ts", "time", "timestamp", "datetime", "date", "epoch", "unixtime", "unix_time", "event_time", "created"}
+_TIME_SUFFIXES = ("_ts", "_time", "_timestamp", "_datetime", "_date", "_at")
+
+
+def _looks_like_time(name: str) -> bool:
+    """
+    >>> [n for n in ["ts", "Event Time", "created_at", "user_id", "rating", "status"] if _looks_like_time(n)]
+    ['ts', 'Event Time', 'created_at']
+    """
+    normal = name.strip().lower().replace(" ", "_").replace("-", "_")
+    return normal in _TIME_NAMES or normal.endswith(_TIME_SUFFIXES)
+
+
+def unused_time_columns(source: str | Path | Any, config: DataConfig) -> list[str]:
+    """The columns of a table (a CSV/TSV file with a header, a Parquet file, a frame) that
+    ``config`` does not read and whose name says time, when it names no ``data.time_col``: the
+    interactions are then in file order, and the caller says which column it might have meant.
+    Reads only the header or schema; a source it cannot read that way has none."""
+    if config.time_col is not None:
+        return []
+    try:
+        if is_frame(source):
+            columns = source.collect_schema().names() if isinstance(source, pl.LazyFrame) else list(map(str, source.columns))
+        else:
+            path = user_path(source)
+            fmt = detect_format(path) if config.format == "auto" else config.format
+            if fmt == "parquet":
+                columns = pl.scan_parquet(path).collect_schema().names()
+            elif fmt in ("csv", "tsv") and config.has_header:
+                sep = config.separator or ("," if fmt == "csv" else "\t")
+                columns = pl.read_csv(path, n_rows=0, separator=sep, infer_schema=False).columns
+            else:
+                return []
+    except (pl.exceptions.PolarsError, OSError, ValueError):
+        return []
+    return [name for name in columns if name not in (config.user_col, config.item_col) and _looks_like_time(name)]

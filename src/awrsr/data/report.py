@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from awrsr.data.dataset import DatasetStats, Fingerprint
@@ -21,6 +22,7 @@ def stats_table(stats: DatasetStats, fingerprint: Fingerprint) -> Table:
         ("sequence length min / median / mean / max",
          f"{stats.min_length} / {stats.median_length:g} / {stats.mean_length:.2f} / {stats.max_length}"),
         ("density", f"{stats.density:.4%}"),
+        ("order", stats.order + _time_hint(stats.unused_time_columns)),
         ("duplicates", f"{stats.duplicates} ({stats.duplicates_removed:,} removed)"),
         ("k-core", stats.kcore),
         ("removed by k-core (users / items / interactions)",
@@ -31,6 +33,13 @@ def stats_table(stats: DatasetStats, fingerprint: Fingerprint) -> Table:
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def _time_hint(columns: list[str]) -> str:
+    if not columns:
+        return ""
+    names = escape(", ".join(map(repr, columns)))  # a column named "[b]" is no markup
+    return f" [yellow]— is {names} the time? then set data.time_col[/yellow]"
 
 
 def print_stats(stats: DatasetStats, fingerprint: Fingerprint, console: Console | None = None) -> None:

@@ -205,7 +205,7 @@ class TextLines:
     def line_of(self, row: int) -> int:
         """The 1-based line on which data row ``row`` (0-based, blank lines dropped) starts."""
         try:
-            starts = (begin for begin, blank in self._data_rows() if not blank)
+            starts = (begin for begin, _, blank in self._data_rows() if not blank)
             for index, line in enumerate(starts):
                 if index == row:
                     return line
@@ -216,9 +216,23 @@ class TextLines:
     def blank_rows(self) -> list[int]:
         """The 0-based rows (as polars numbers them, blank lines included) read from blank lines."""
         try:
-            return [index for index, (_, blank) in enumerate(self._data_rows()) if blank]
+            return [index for index, (_, _, blank) in enumerate(self._data_rows()) if blank]
         except (OSError, csv.Error):
             return []
+
+    def short_row(self, row: int) -> tuple[int, int, int] | None:
+        """(line, fields, the first row's fields) when data row ``row`` (as ``line_of`` counts)
+        has fewer fields than the file's first row, whose missing ones polars reads as empty."""
+        try:
+            widths = (len(record) for _, record, text in self.records() if record and not self.is_blank(text))
+            expected = next(widths, 0)
+            rows = ((begin, record) for begin, record, blank in self._data_rows() if not blank)
+            for index, (line, record) in enumerate(rows):
+                if index == row:
+                    return (line, len(record), expected) if len(record) < expected else None
+        except (OSError, csv.Error):
+            pass
+        return None
 
     def is_blank(self, text: str) -> bool:
         """Whether a record's raw text is a line pandas skips: only whitespace, no separator."""
@@ -250,8 +264,8 @@ class TextLines:
                 raw.clear()
                 yield begin, record, text
 
-    def _data_rows(self) -> Iterator[tuple[int, bool]]:
-        """(first line, blank?) of every record polars reads as a row."""
+    def _data_rows(self) -> Iterator[tuple[int, list[str], bool]]:
+        """(first line, fields, blank?) of every record polars reads as a row."""
         # polars skips empty lines before a header; after it, blank lines are rows of nulls (as
         # the csv module also counts them) that read_table_file drops.
         leading, header = self.has_header, self.has_header
@@ -262,7 +276,7 @@ class TextLines:
             if header:
                 header = False
                 continue
-            yield begin, self.is_blank(text)
+            yield begin, record, self.is_blank(text)
 
 
 def read_frame(frame: Any, config: DataConfig) -> pl.DataFrame:
@@ -411,9 +425,16 @@ def _first_null(series: pl.Series) -> int | None:
     return int(nulls.arg_max()) if nulls.any() else None
 
 
-def _missing(series: pl.Series, bad: int) -> str:
-    """How the missing value at row ``bad`` reads in a message: empty, or a float NaN."""
-    return "is empty" if series[bad] is None else "holds NaN, a missing value"
+def _missing(series: pl.Series, field: str, source: str, bad: int, lines: TextLines | None) -> str:
+    """The message for the missing value at row ``bad``: a row short of fields (whose missing
+    ones polars reads as empty), an empty value, or a float NaN."""
+    short = lines.short_row(bad) if lines is not None and series[bad] is None else None
+    if short is not None:
+        line, fields, expected = short
+        return (f"{source}:{line}: {fields} field{'s' * (fields != 1)}, but the first row has {expected}, "
+                f"so column {series.name!r} ({field}) has no value")
+    what = "is empty" if series[bad] is None else "holds NaN, a missing value"
+    return f"{_where(source, bad, lines)}: column {series.name!r} ({field}) {what}"
 
 
 def _fits_int64(series: pl.Series) -> bool:
@@ -426,7 +447,7 @@ def _ids(series: pl.Series, field: str, source: str, lines: TextLines | None) ->
     String; nulls are errors."""
     bad = _first_null(series)
     if bad is not None:
-        raise DataError(f"{_where(source, bad, lines)}: column {series.name!r} ({field}) {_missing(series, bad)}")
+        raise DataError(_missing(series, field, source, bad, lines))
     dtype = series.dtype
     if dtype.is_nested() or dtype == pl.Boolean:
         raise DataError(f"{source}: column {series.name!r} ({field}) has type {dtype}; ids must be integers or strings")
@@ -456,7 +477,7 @@ def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series
     """Normalise a time column to Int64 (integers, dates, datetimes) or Float64; nulls are errors."""
     bad = _first_null(series)
     if bad is not None:
-        raise DataError(f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) {_missing(series, bad)}")
+        raise DataError(_missing(series, "data.time_col", source, bad, lines))
     dtype = series.dtype
     if dtype == pl.String:  # " 1600000000" as a CSV writes it after ", ": the spaces are no part of the time
         series = _time_strings(series.str.strip_chars(), source, lines)

@@ -216,7 +216,8 @@ def write_length_tables(
             text = "-" if not row.counts[b] else f"{c['mean']:.4f}"
             if row.counts[b] and c["pairs"]:
                 gain = "n/a" if math.isnan(c["improvement"]) else f"{c['improvement']:+.1f}%"  # a base of 0
-                text += f" ({gain}, p={c['p_value']:.2f})" if c["pairs"] > 1 else f" ({gain})"
+                p = "n/a" if math.isnan(c["p_value"]) else f"{c['p_value']:.2f}"  # no variance of the differences
+                text += f" ({gain}, p={p})" if c["pairs"] > 1 else f" ({gain})"
             texts.append(text)
         runs, pairs = row.cells[0]["runs"], row.cells[0]["pairs"]
         seeds = str(runs) if not pairs or pairs == runs else f"{runs} ({pairs} paired)"

@@ -374,7 +374,7 @@ def write_outputs(
             c = row[m]
             cell = f"{c.mean:.4f} ± {c.std:.4f}" if c.runs > 1 else f"{c.mean:.4f}"  # no spread from one run
             if c.pairs:
-                p = f"{c.p_value:.3f}" if c.pairs > 1 else "n/a"  # a t-test needs two pairs
+                p = "n/a" if math.isnan(c.p_value) else f"{c.p_value:.3f}"  # under two pairs, or no variance
                 gain = "n/a" if math.isnan(c.improvement) else f"{c.improvement:+.2f}%"  # a reference mean of 0
                 cell += f" ({gain}, p={p})"
             elif not c.is_reference:

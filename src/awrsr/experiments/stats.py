@@ -28,7 +28,13 @@ def relative_improvement(value: float, base: float) -> float:
 
 def paired_p_value(variant: Sequence[float], base: Sequence[float]) -> float:
     """Two-sided paired t-test p-value over seeds (pairs share a seed); nan with fewer than two
-    pairs. Identical pairs give p = 1."""
+    pairs. Identical pairs give p = 1. The same nonzero difference on every seed (common when a
+    small test set moves a recall in steps of 1/users) leaves the t statistic undefined: nan, not
+    the p = 0 of an infinite t, which would claim certainty from two or three seeds.
+
+    >>> paired_p_value([0.0867, 0.1367], [0.0767, 0.1267])  # +0.01 on both seeds, up to rounding
+    nan
+    """
     from scipy.stats import ttest_rel
 
     if len(variant) != len(base):
@@ -36,6 +42,10 @@ def paired_p_value(variant: Sequence[float], base: Sequence[float]) -> float:
     if len(variant) < 2:
         return math.nan
     differences = [v - b for v, b in zip(variant, base)]
-    if all(d == differences[0] for d in differences):
-        return 1.0 if differences[0] == 0 else 0.0  # no variance: the t statistic is undefined
+    if all(d == 0 for d in differences):
+        return 1.0
+    # Equal up to floating point: scipy would divide by a variance of rounding errors.
+    scale = max(1.0, *(abs(x) for x in (*variant, *base)))
+    if max(differences) - min(differences) <= 1e-12 * scale:
+        return math.nan
     return float(ttest_rel(variant, base).pvalue)
