@@ -339,12 +339,12 @@ def compare(
     paired p-value) is written as Markdown and CSV beside the per-run records.
 
     Args:
-        base_config: the base fit config (YAML), tuned first.
+        base_config: the base fit config (YAML); tune its hyper-parameters first (the best.yaml awrsr tune writes).
         variants: values of `key` to compare with the base.
         seeds: one run per seed and variant; pairs share a seed.
         output_dir: runs go to <output_dir>/<variant>/seed-<seed>; finished runs are reused.
         key: the config key that differs between variants.
-        base: the value of `key` for the base model.
+        base: the value of `key` for the base model (with the default key, model.refine: none, no refinement).
         set: extra options for every run, as key=value; a variant's own value of the same key
             wins for that variant (train.seed comes from --seeds only).
         variants_file: YAML mapping of named variants to their options (e.g. configs/compare/neighbours-beauty.yaml);

@@ -543,6 +543,17 @@ def test_a_file_with_another_separator_is_named_as_such(tmp_path, text, has_head
     assert "events.csv: line 1 " in message and f"holds no ',' but {named}" in message and advice in message, message
 
 
+def test_a_comma_file_read_as_tsv_is_told_to_read_it_as_csv(tmp_path):
+    path = tmp_path / "events.tsv"
+    path.write_text("user_id,item_id\n1,10\n")
+    with pytest.raises(DataError, match=r"holds no '\\t' but 1 ',': .* set data.format csv \(or data.separator ','\)"):
+        read_interactions(path, DataConfig())
+    path = tmp_path / "events.csv"  # a separator set by hand is the one to change
+    path.write_text("user_id,item_id\n1,10\n")
+    with pytest.raises(DataError, match=r"; set data.separator ','$"):
+        read_interactions(path, DataConfig(separator=";"))
+
+
 def test_one_column_without_another_separator_gets_the_usual_message(tmp_path):
     path = tmp_path / "events.csv"
     path.write_text("visitor product\nu1 a\n")  # spaces are not guessed: a name may hold one

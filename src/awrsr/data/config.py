@@ -71,18 +71,18 @@ class DataConfig:
     """Where the interactions are and how to clean them.
 
     Args:
-        path: data file; None uses the built-in synthetic dataset.
+        path: data file; null (None) uses the built-in synthetic dataset.
         format: auto | whitespace (user item... per line) | movielens (ratings.dat) | csv | tsv | parquet.
         user_col: user column (csv/tsv/parquet/frames).
         item_col: item column (csv/tsv/parquet/frames).
-        time_col: optional timestamp column; None keeps file order.
+        time_col: optional timestamp column; null (None) keeps file order.
         separator: override the csv/tsv separator.
         has_header: whether a csv/tsv file's first line names its columns; with false, name the
             columns by position: column_1, column_2, ...
         duplicates: keep all repeats | first (keep the first (user, item)) | consecutive (drop immediate repeats).
         min_user_interactions: iterated k-core threshold for users; 0 or 1 disables it.
         min_item_interactions: iterated k-core threshold for items; 0 or 1 disables it.
-        synthetic: the built-in synthetic dataset, used when path is None.
+        synthetic: the built-in synthetic dataset, used when path is null (None).
 
     >>> DataConfig(path="ratings.dat", duplicates="first").min_item_interactions
     5

@@ -19,9 +19,9 @@ class ModelConfig:
         hidden_size: width d (per stream for STOSA).
         num_heads: attention heads; must divide hidden_size.
         num_blocks: transformer blocks.
-        inner_size: feed-forward width; None means hidden_size (SASRec).
+        inner_size: feed-forward width; null (None) means hidden_size (SASRec).
         dropout: dropout on embeddings, residual branches and the feed-forward network.
-        attn_dropout: dropout on attention weights; None means dropout.
+        attn_dropout: dropout on attention weights; null (None) means dropout.
         attention: attention mechanism: dot (SASRec, BERT4Rec) | wasserstein (STOSA) | positional
             (PARec; FPARec with positional_rank) | average | linear | exponential (fixed patterns)
             | calibrated (AC-TSR; docs/ac-tsr.md).
@@ -30,12 +30,12 @@ class ModelConfig:
         refine_per_head: one set of n x n refinement matrices per head instead of one per layer.
         refine_scale: refinement logit scale: head = 1/sqrt(d_h) (paper) or length = 1/sqrt(n).
         refine_init_std: refinement matrices start at identity + N(0, refine_init_std).
-        refine_blocks: 0-based blocks to refine; None refines every block.
+        refine_blocks: 0-based blocks to refine; null (None) refines every block.
         refine_value_form: M_value form: causal (default) or literal (the paper's eq. 3, bidirectional backbones only).
         norm_eps: LayerNorm epsilon.
-        position_embedding: add learned position embeddings; None means yes unless the attention
+        position_embedding: add learned position embeddings; null (None) means yes unless the attention
             encodes positions itself (positional and the fixed patterns: PARec has none).
-        positional_rank: attention positional: None learns the full n x n matrix (PARec), k factorises
+        positional_rank: attention positional: null (None) learns the full n x n matrix (PARec), k factorises
             it as R1 R2^T with R1, R2 of n x k (FPARec).
         pattern_positions: fixed patterns: number the positions j of a_ij along the user's history
             (history, 1 = the oldest item in the max_len window) or by slot of the right-aligned

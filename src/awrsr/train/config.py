@@ -17,7 +17,7 @@ class TrainConfig:
 
     Args:
         loss: bce (SASRec paper) | ce (full softmax, "SASRec+") | sampled_softmax | stosa (STOSA's distance loss).
-        num_negatives: negatives per position; None means 1 for bce and stosa, 100 for sampled_softmax.
+        num_negatives: negatives per position; null (None) means 1 for bce and stosa, 100 for sampled_softmax.
         pvn_weight: weight of STOSA's positive-vs-negative hinge (loss stosa).
         batch_size: users per training batch.
         group_by_length: batch users of similar history lengths (same number of batches, each with
@@ -34,7 +34,7 @@ class TrainConfig:
         accelerator: Lightning accelerator.
         precision: 32-true or bf16-mixed (bfloat16 training matmuls; evaluation stays float32).
         progress_bar: show Lightning's progress bar on a terminal; where stdout is a file or a pipe, one line per epoch.
-        num_threads: torch CPU threads; None keeps torch's default.
+        num_threads: torch CPU threads; null (None) keeps torch's default.
         adversarial_alpha: model.attention calibrated (AC-TSR): weight alpha of the perturbation-mask
             norm L_norm in the perturbation network's objective -L_P + alpha L_norm (eq. 20; docs/ac-tsr.md).
     """
