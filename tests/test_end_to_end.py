@@ -286,7 +286,9 @@ def test_load_checks_the_type_of_its_arguments(trained_run):
 def test_evaluate_refuses_data_other_than_the_training_data(trained_run, tmp_path):
     other = tmp_path / "other.txt"
     other.write_text("".join(f"{u} {' '.join(str(i) for i in range(1, 8))}\n" for u in range(1, 30)))
-    with pytest.raises(ArtifactError, match="fingerprint"):
+    # the counts come first: they often say what changed
+    with pytest.raises(ArtifactError, match=r"\(now 29 users, 7 items, 203 interactions, fingerprint [0-9a-f]{12}; "
+                                            r"trained on [\d,]+ users, [\d,]+ items, [\d,]+ interactions, fingerprint [0-9a-f]{12}\)"):
         evaluate(trained_run.run_dir, data_path=str(other), console=Console(quiet=True))
 
 

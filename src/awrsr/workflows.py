@@ -531,5 +531,11 @@ def _check_fingerprint(metrics: dict[str, Any] | None, dataset: SequenceData, di
     if expected != dataset.fingerprint:
         raise ArtifactError(
             f"{directory}: the data ({dataset.stats.source}) is not the dataset this model was trained on "
-            f"(fingerprint {dataset.fingerprint.sha256[:12]} != stored {expected.sha256[:12]})"
+            f"(now {_described(dataset.fingerprint)}; trained on {_described(expected)})"
         )
+
+
+def _described(fingerprint: Fingerprint) -> str:
+    """The counts first: they often say what changed (a filter, an appended month)."""
+    return (f"{fingerprint.users:,} users, {fingerprint.items:,} items, {fingerprint.interactions:,} interactions, "
+            f"fingerprint {fingerprint.sha256[:12]}")
