@@ -50,3 +50,34 @@ def test_numpy_scalars_and_integers_for_floats_are_taken_as_python_values():
     assert (type(train.lr), type(train.group_by_length), type(model.refine), type(model.refine_blocks[0])) == (
         float, bool, str, int)
     yaml.safe_dump({"train": asdict(train), "model": asdict(model)})  # numpy scalars would fail here
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: TrainConfig(patience=-1), r"train.patience must be >= 0, got -1"),
+    (lambda: TrainConfig(lr=0.0), r"train.lr must be > 0, got 0.0"),  # Adam at lr 0 trains nothing
+    (lambda: TrainConfig(pvn_weight=-0.5), r"train.pvn_weight must be >= 0, got -0.5"),
+    (lambda: TrainConfig(weight_decay=-1e-4), r"train.weight_decay must be >= 0, got -0.0001"),
+    (lambda: TrainConfig(adversarial_alpha=-0.1), r"train.adversarial_alpha must be >= 0, got -0.1"),
+    (lambda: TrainConfig(num_negatives=0), r"train.num_negatives must be >= 1, got 0"),
+    (lambda: TrainConfig(batch_size=0), r"train.batch_size must be >= 1, got 0"),
+    (lambda: TrainConfig(max_epochs=0), r"train.max_epochs must be >= 1, got 0"),
+    (lambda: TrainConfig(val_every=0), r"train.val_every must be >= 1, got 0"),
+    (lambda: TrainConfig(max_epochs=3, val_every=4), r"train.val_every \(4\) > train.max_epochs \(3\): no epoch would be validated"),
+    (lambda: TrainConfig(max_time="01:30:00"), r"train.max_time must look like DD:HH:MM:SS"),  # three fields, all digits
+    (lambda: EvalConfig(ks=[]), r"evaluation.ks must be a non-empty list of integers >= 1, got \[\]"),
+    (lambda: EvalConfig(ks=[0, 10]), r"evaluation.ks must be a non-empty list of integers >= 1, got \[0, 10\]"),
+    (lambda: EvalConfig(batch_size=0), r"evaluation.batch_size must be >= 1, got 0"),
+])
+def test_a_value_out_of_range_is_a_config_error_naming_the_field(make, message):
+    with pytest.raises(ConfigError, match=f"^{message}"):
+        make()
+
+
+def test_the_edges_of_each_range_are_accepted():
+    """The bounds are inclusive where a value there still means something: no patience (stop at the
+    first validation without improvement), validating only the last epoch, seed 2**32 - 1,
+    a single negative, HR@1; ks are kept sorted and once each."""
+    train = TrainConfig(patience=0, max_epochs=3, val_every=3, seed=2**32 - 1, num_negatives=1, pvn_weight=0.0,
+                        weight_decay=0.0, adversarial_alpha=0.0, max_time="00:00:30:00")
+    assert (train.patience, train.val_every, train.effective_num_negatives) == (0, 3, 1)
+    assert EvalConfig(ks=[10, 1, 10], batch_size=1).ks == [1, 10]

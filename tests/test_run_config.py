@@ -36,6 +36,22 @@ def test_an_option_is_inert_exactly_where_its_reader_is_absent():
     assert inert_options(ModelConfig(), TrainConfig(num_negatives=5)) == {"train.num_negatives": "a train.loss other than 'ce'"}
 
 
+def test_each_options_reader_is_the_part_that_reads_it():
+    """STOSA trained with the full softmax never reads pvn_weight (the stosa loss does); only the
+    calibrated attention reads adversarial_alpha, and only BERT4Rec the mask probability."""
+    stosa = ModelConfig(name="stosa", attention="wasserstein")
+    assert inert_options(stosa, TrainConfig(loss="ce", pvn_weight=0.5)) == {"train.pvn_weight": "train.loss 'stosa'"}
+    assert inert_options(stosa, TrainConfig(loss="stosa", pvn_weight=0.5)) == {}
+    assert inert_options(ModelConfig(), TrainConfig(adversarial_alpha=0.5)) == {
+        "train.adversarial_alpha": "model.attention 'calibrated'"}
+    assert inert_options(ModelConfig(attention="calibrated"), TrainConfig(adversarial_alpha=0.5)) == {}
+    assert inert_options(ModelConfig(name="bert4rec", mask_prob=0.5), TrainConfig()) == {}
+    assert inert_options(ModelConfig(mask_prob=0.5), TrainConfig()) == {"model.mask_prob": "model.name 'bert4rec'"}
+    assert inert_options(ModelConfig(refine="simp", refine_init_std=0.0), TrainConfig()) == {}
+    assert inert_options(ModelConfig(refine_init_std=0.0), TrainConfig()) == {
+        "model.refine_init_std": "a refinement built on n x n matrices"}
+
+
 @pytest.mark.parametrize("environment, expected", [
     ({}, False), ({"AWRSR_DEBUG": "0"}, False), ({"AWRSR_DEBUG": ""}, False), ({"JSONARGPARSE_DEBUG": "0"}, False),
     ({"AWRSR_DEBUG": "1"}, True), ({"JSONARGPARSE_DEBUG": "true"}, True),

@@ -89,6 +89,17 @@ def test_long_bad_line_is_trimmed(tmp_path):
     assert len(message) < 150 and "..." in message and "'oops'" in message
 
 
+def test_a_quoted_line_is_trimmed_to_at_most_its_width():
+    """Error messages quote a line stripped and, past the width, cut to exactly that many
+    characters with the cut shown; a line of exactly the width is quoted whole."""
+    from awrsr.data.schema import shorten
+
+    assert shorten("  1 2 x \n") == "1 2 x"
+    assert shorten("x" * 80) == "x" * 80
+    assert shorten("x" * 81) == "x" * 77 + "..."
+    assert shorten("y" * 500, 30) == "y" * 27 + "..."
+
+
 @pytest.mark.parametrize("text", ["", "\n\n  \n"])
 def test_empty_file_has_no_interactions(tmp_path, text):
     path = write(tmp_path, "empty.txt", text)

@@ -35,6 +35,19 @@ def test_unknown_ids_are_all_listed_in_order():
     assert "4, 'x', 9" in str(err.value)
 
 
+def test_a_message_shows_the_first_ten_unknown_ids_and_counts_the_rest():
+    """A whole log of unknown ids must not fill the screen; ten and no more are named, and exactly
+    ten say nothing of "more". ``unknown`` keeps them all."""
+    vocab = Vocabulary([1])
+    with pytest.raises(UnknownItemError) as err:
+        vocab.encode(list(range(100, 112)))
+    assert str(err.value) == "unknown item id(s): " + ", ".join(map(str, range(100, 110))) + " (and 2 more)"
+    assert err.value.unknown == list(range(100, 112))
+    with pytest.raises(UnknownItemError) as err:
+        vocab.encode(list(range(100, 110)))
+    assert str(err.value) == "unknown item id(s): " + ", ".join(map(str, range(100, 110)))
+
+
 @pytest.mark.parametrize("bad", [[0], [4], [-1], [1, 5]])
 def test_decode_rejects_padding_and_out_of_range(bad):
     with pytest.raises(ValueError, match=f"item index {bad[-1]} is not in 1..3"):

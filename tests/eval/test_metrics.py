@@ -35,6 +35,14 @@ def test_nan_scores_are_an_error_not_a_good_rank():
         pessimistic_ranks(torch.tensor([[float("nan"), 1.0]]), torch.tensor([0]))
 
 
+def test_a_nan_anywhere_is_an_error_not_only_the_targets_or_the_first_rows():
+    """A NaN among the other candidates compares false, as if it scored below the target: the
+    second row's target (column 0) would quietly rank 2 of 3 instead of failing."""
+    scores = torch.tensor([[0.3, 0.2, 0.1], [0.1, float("nan"), 0.5]])
+    with pytest.raises(FloatingPointError, match="NaN"):
+        pessimistic_ranks(scores, torch.tensor([0, 0]))
+
+
 class FixedScores:
     """A scorer returning a given (users, items) score table, row by the history's last item."""
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from awrsr.data import Vocabulary
+from awrsr.data import Sequences, Vocabulary
 from awrsr.errors import ConfigError, UnknownItemError
 from awrsr.infer import Recommender
 from awrsr.models import ModelConfig, build_model
@@ -107,3 +107,61 @@ def test_a_cuda_device_index_must_be_below_the_number_of_devices(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     with pytest.raises(ConfigError, match="torch sees 0 CUDA device"):
         resolve_device("cuda")  # cuda:0, on a machine without one
+
+
+@pytest.mark.parametrize("device", ["meta", "xla", "gpu", None, 0.5])
+def test_a_device_other_than_cpu_cuda_or_mps_is_a_config_error(device):
+    """torch knows "meta" and "xla" but a Recommender cannot score there; "gpu" and None are no
+    device at all: each is a one-line ConfigError, not a failure at the first request."""
+    from awrsr.infer.recommender import resolve_device
+
+    with pytest.raises(ConfigError, match=f"^device must be cpu, cuda, cuda:N, mps or auto, got {device!r}$"):
+        resolve_device(device)
+
+
+def test_mps_on_a_machine_without_it_is_a_config_error(monkeypatch):
+    from awrsr.infer.recommender import resolve_device
+
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ConfigError, match="^device 'mps': MPS is not available on this machine$"):
+        resolve_device("mps")
+    assert resolve_device("auto") == torch.device("cpu")  # and auto falls back to the CPU
+
+
+def test_arguments_that_only_look_right_are_config_errors():
+    """True is an int to Python and a set iterates, but neither is what a caller means: k=True
+    would ask for one item, a set has no order of consumption. numpy's bool is a boolean."""
+    rec = Recommender(FixedScores([0.3, 0.2, 0.1]), Vocabulary(["a", "b", "c"]), max_len=4)
+    with pytest.raises(ConfigError, match="^k must be an integer >= 1, got True$"):
+        rec.recommend(["a"], k=True)
+    with pytest.raises(ConfigError, match="^history is a list of item ids, oldest first; got set"):
+        rec.recommend({"a", "b"})
+    with pytest.raises(ConfigError, match=r"^histories\[0\] is a list of item ids, oldest first; got frozenset"):
+        rec.recommend_many([frozenset({"a"})])
+    with pytest.raises(ConfigError, match="^batch_size must be an integer >= 1, got True$"):
+        rec.top_k(Sequences.from_lists([[1]]), k=1, batch_size=True)
+    assert rec.recommend(["a"], k=2, exclude_seen=np.True_) == rec.recommend(["a"], k=2) == [
+        ("b", pytest.approx(0.2)), ("c", pytest.approx(0.1))]
+
+
+def test_an_error_names_the_history_only_when_there_are_several():
+    rec = Recommender(FixedScores([0.3, 0.2, 0.1]), Vocabulary(["a", "b", "c"]), max_len=4)
+    with pytest.raises(UnknownItemError, match=r"^unknown item id\(s\): 'zz'$"):
+        rec.recommend(["a", "zz"])
+    with pytest.raises(UnknownItemError, match=r"^histories\[1\]: unknown item id\(s\): 'zz'$"):
+        rec.recommend_many([["a"], ["zz"]])
+
+
+def test_histories_are_scored_in_batches_of_similar_lengths():
+    """Short and long histories alternate; batched by length, each batch's windows hold as many
+    real items, so the model runs on the narrowest window that holds each batch."""
+    model = FixedScores([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1])  # item i scores 1 - i / 10
+    batches = []
+    score_next = model.score_next
+    model.score_next = lambda ids: batches.append((ids > 0).sum(1).tolist()) or score_next(ids)
+    rec = Recommender(model, Vocabulary(list(range(1, 10))), max_len=6)
+    histories = Sequences.from_lists([[1], [1, 2, 3, 4, 5], [2], [3, 4, 5, 6, 7], [3]])
+    cols, _ = rec.top_k(histories, k=2, batch_size=2)
+    assert batches == [[1, 1], [1, 5], [5]]
+    assert cols.tolist() == [[1, 2], [5, 6], [0, 2], [0, 1], [0, 1]]  # in the histories' order, seen items left out

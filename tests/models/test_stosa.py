@@ -41,6 +41,23 @@ def test_pairwise_squared_distances_by_definition_for_each_batch_layout(shape_a,
     assert torch.autograd.gradcheck(pairwise_squared_distances, (a, b))
 
 
+@pytest.mark.parametrize("shape_a,shape_b", [((5, 8), (7, 8)), ((2, 5, 8), (2, 7, 8))])
+def test_pairwise_squared_distances_stay_float32_under_bf16(shape_a, shape_b):
+    """||a||^2 + ||b||^2 - 2 a.b subtracts numbers near 800 to leave distances near 0.16: bfloat16
+    (steps of 4 at 800) would lose them, so bf16 inputs and autocast both compute in float32."""
+    torch.manual_seed(0)
+    a = (10 + 0.1 * torch.randn(shape_a)).bfloat16()
+    b = (10 + 0.1 * torch.randn(shape_b)).bfloat16()
+    direct = ((a.double().unsqueeze(-2) - b.double().unsqueeze(-3)) ** 2).sum(-1)
+    got = pairwise_squared_distances(a, b)
+    assert got.dtype == torch.float32
+    assert torch.allclose(got.double(), direct, atol=2e-3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = pairwise_squared_distances(a.float(), b.float())
+    assert got.dtype == torch.float32
+    assert torch.allclose(got.double(), direct, atol=2e-3)
+
+
 def test_full_ranking_is_minus_w2_to_every_item():
     model = tiny_stosa()
     ids = torch.tensor([[0, 0, 0, 4, 5, 6, 7, 8]])
@@ -131,6 +148,24 @@ def test_each_stream_has_its_own_feed_forward_and_norms_and_dropout_falls_on_bot
     ffn = ("feed_forward.mean.net.2", "feed_forward.cov.net.2")
     expected = [("embedding.dropout", 0.3)] + [(f"blocks.0.{name}", 0.3) for name in ("dropout", *ffn, "dropout")]
     assert dropout_calls(model, torch.tensor([[0, 0, 1, 2, 3, 4, 5, 6]])) == expected
+
+
+def test_each_half_meets_only_its_own_streams_norm_and_feed_forward():
+    """Trained, the streams' parameters differ (at initialisation the norms are equal): with the
+    covariance norms' gain 2 and bias 1, the covariance half is 2 LN(x) + 1 and the mean half
+    still LN(x); each feed-forward network maps its own half."""
+    model = tiny_stosa(num_blocks=1, hidden_size=4)
+    block = model.blocks[0]
+    x = torch.tensor([[[1.0, 2.0, 3.0, 4.0, 10.0, 20.0, 30.0, 40.0]]])
+    normalised = torch.tensor([-1.3416, -0.4472, 0.4472, 1.3416])
+    with torch.no_grad():
+        for norm in (block.attention_norm, block.feed_forward_norm, model.final_norm):
+            norm.cov.weight.fill_(2.0)
+            norm.cov.bias.fill_(1.0)
+            assert torch.allclose(norm(x)[0, 0], torch.cat([normalised, 2 * normalised + 1]), atol=1e-4)
+        ffn = block.feed_forward
+        assert torch.equal(ffn(x), torch.cat([ffn.mean(x[..., :4]), ffn.cov(x[..., 4:])], dim=-1))
+        assert not torch.allclose(ffn.mean(x[..., 4:]), ffn.cov(x[..., 4:]))  # so a swap would show
 
 
 def test_the_embedding_is_each_streams_layer_norm_and_the_covariance_elu_plus_one():
