@@ -1,7 +1,7 @@
 """Check that the tests can fail: plant known, plausible bugs one at a time and see each caught.
 
 Each mutant below is a one-line (or one-block) change to the library that a test must catch. They
-come from ten reviews by mutation (sessions 22 to 25) that found tests which passed on broken code;
+come from the reviews by mutation (sessions 22 to 30) that found tests which passed on broken code;
 the test files that now catch them are named in each mutant's ``test``. The script works on a
 temporary ``git clone`` of the last commit (uncommitted changes are not seen), never on the working
 tree, and runs only each mutant's test file.
