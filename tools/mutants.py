@@ -766,6 +766,8 @@ MUTANTS = [
     Mutant("M292", 'src/awrsr/run_config.py', '("model.mask_prob", "model.name \'bert4rec\'", lambda model, train: model.name == "bert4rec"),',
            '("model.mask_prob", "model.name \'bert4rec\'", lambda model, train: True),', 'tests/test_run_config.py',
            'mask_prob is read by BERT4Rec alone'),
+    Mutant("M293", "src/awrsr/data/schema.py", "        frame = frame.with_columns(pl.col(\"timestamp\").cast(pl.Int64))",
+           "        pass", "tests/data/test_data_text_formats.py", "a reader's all-None timestamps become Int64, not polars' Null type"),
 ]
 
 

@@ -100,6 +100,16 @@ def test_a_quoted_line_is_trimmed_to_at_most_its_width():
     assert shorten("y" * 500, 30) == "y" * 27 + "..."
 
 
+def test_a_reader_frame_without_times_gets_integer_timestamps_and_row_numbers():
+    """A frame whose timestamps are all None has polars' Null type, which sorts and joins unlike
+    the integer times of every other reader; ``finish`` makes it Int64 and numbers the rows."""
+    from awrsr.data.schema import finish
+
+    frame = finish(pl.DataFrame({"user": [1, 1], "item": [7, 8], "timestamp": [None, None]}), "x")
+    assert frame.schema["timestamp"] == pl.Int64 and frame.schema["row"] == pl.Int64
+    assert frame.get_column("row").to_list() == [0, 1]
+
+
 @pytest.mark.parametrize("text", ["", "\n\n  \n"])
 def test_empty_file_has_no_interactions(tmp_path, text):
     path = write(tmp_path, "empty.txt", text)
