@@ -357,9 +357,10 @@ def _check_header(existing: list[str], config: DataConfig, lines: TextLines) -> 
     first = _first_line(lines)
     other = _other_separator(first, lines.separator) if first is not None and len(existing) == 1 else None
     if other is not None:
-        formats = {"\t": "data.format tsv (or data.separator '\\t')", ",": "data.format csv (or data.separator ',')"}
-        # the format's own separator was used: the other format is the fix; else the separator set
-        option = formats.get(other, f"data.separator {other!r}") if config.separator is None else f"data.separator {other!r}"
+        option = f"data.separator {other!r}"
+        if config.separator is None:  # the format's own separator was used: the other format is the fix
+            formats = {"\t": "data.format tsv (or data.separator '\\t')", ",": "data.format csv (or data.separator ',')"}
+            option = formats.get(other, option)
         raise DataError(
             f"{lines.path}: line 1 {shorten(first)!r} holds no {lines.separator!r} but {first.count(other)} "
             f"{other!r}: the file seems separated by {other!r}, not {lines.separator!r}; set {option}"
