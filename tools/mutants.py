@@ -1,7 +1,7 @@
 """Check that the tests can fail: plant known, plausible bugs one at a time and see each caught.
 
 Each mutant below is a one-line (or one-block) change to the library that a test must catch. They
-come from the reviews by mutation (sessions 22 to 30) that found tests which passed on broken code;
+come from the reviews by mutation (sessions 22 to 31) that found tests which passed on broken code;
 the test files that now catch them are named in each mutant's ``test``. The script works on a
 temporary ``git clone`` of the last commit (uncommitted changes are not seen), never on the working
 tree, and runs only each mutant's test file.
@@ -768,6 +768,13 @@ MUTANTS = [
            'mask_prob is read by BERT4Rec alone'),
     Mutant("M293", "src/awrsr/data/schema.py", "        frame = frame.with_columns(pl.col(\"timestamp\").cast(pl.Int64))",
            "        pass", "tests/data/test_data_text_formats.py", "a reader's all-None timestamps become Int64, not polars' Null type"),
+    Mutant("M294", "src/awrsr/errors.py", 'return str(err) or "an allocation failed"', 'return str(err)', "tests/test_errors.py", "an empty MemoryError still says an allocation failed"),
+    Mutant("M295", "src/awrsr/errors.py", 'type(err).__name__ == "OutOfMemoryError" or ', '', "tests/test_errors.py", "torch's OutOfMemoryError is recognised by its type, whatever its text"),
+    Mutant("M296", "src/awrsr/errors.py", ' or "not enough memory" in text', '', "tests/test_errors.py", "the Windows CPU allocator's wording is an allocation failure"),
+    Mutant("M297", "src/awrsr/errors.py", 'text.strip().splitlines()[0][:300]', 'text.strip()[:300]', "tests/test_errors.py", "an unknown allocator's message is cut to its first line"),
+    Mutant("M298", "src/awrsr/errors.py", 'splitlines()[0][:300]', 'splitlines()[0]', "tests/test_errors.py", "an unknown allocator's first line is capped"),
+    Mutant("M299", "src/awrsr/errors.py", '        if cuda:', '        if False:', "tests/test_errors.py", "CUDA's message is cut to the sizes, not its paragraph of advice"),
+    Mutant("M300", "src/awrsr/errors.py", 'splitlines()[0][:300] if text.strip() else "an allocation failed"', 'splitlines()[0][:300]', "tests/test_errors.py", "an out-of-memory error without text does not crash the error handler"),
 ]
 
 

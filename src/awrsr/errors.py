@@ -56,5 +56,9 @@ def out_of_memory_detail(err: BaseException) -> str | None:
         size = re.search(r"tried to allocate (\d+) bytes", text)
         if size:  # torch's CPU allocator: the size, without its C++ source location
             return f"tried to allocate {int(size.group(1)) / 2**30:,.1f} GiB"
+        cuda = re.search(r"Tried to allocate ([\d.]+ \w+)\. (GPU \d+) has a total capacity of ([\d.]+ \w+) of which ([\d.]+ \w+) is free", text)
+        if cuda:  # CUDA's caching allocator: keep the sizes, drop its paragraph of allocator advice
+            wanted, device, total, free = cuda.groups()
+            return f"tried to allocate {wanted} on {device}, which has {free} free of {total}"
         return text.strip().splitlines()[0][:300] if text.strip() else "an allocation failed"
     return None
