@@ -775,6 +775,7 @@ MUTANTS = [
     Mutant("M298", "src/awrsr/errors.py", 'splitlines()[0][:300]', 'splitlines()[0]', "tests/test_errors.py", "an unknown allocator's first line is capped"),
     Mutant("M299", "src/awrsr/errors.py", '        if cuda:', '        if False:', "tests/test_errors.py", "CUDA's message is cut to the sizes, not its paragraph of advice"),
     Mutant("M300", "src/awrsr/errors.py", 'splitlines()[0][:300] if text.strip() else "an allocation failed"', 'splitlines()[0][:300]', "tests/test_errors.py", "an out-of-memory error without text does not crash the error handler"),
+    Mutant("M301", "src/awrsr/models/registry.py", "        except ConfigError:", "        except Exception:", "tests/models/test_combinations.py", "a builder's bug is raised, not taken for an incompatible triple"),
 ]
 
 

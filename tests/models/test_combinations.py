@@ -6,6 +6,8 @@ here (the shared tests pick it up)."""
 
 import itertools
 
+import pytest
+
 from awrsr.models import compatible_combinations
 
 BACKBONES = {"sasrec", "bert4rec", "stosa"}
@@ -46,3 +48,22 @@ def test_a_models_label_names_its_parts():
     assert ModelConfig(refine="value", refine_blocks=[1]).label == "sasrec, dot attention, refined by value in block(s) 1"
     assert ModelConfig(name="stosa", attention="wasserstein", refine="stoc").label == "stosa, wasserstein attention, refined by stoc"
     assert ModelConfig(attention="calibrated", ac_lite=True).label.endswith("calibrated attention (lite), no refinement")
+
+
+def test_a_builders_bug_is_raised_not_taken_for_an_incompatible_triple(monkeypatch):
+    # only a ConfigError means "these parts do not go together"; anything else is a bug that the
+    # shared tests must show, not a triple quietly dropped from them
+    from awrsr.errors import ConfigError
+    from awrsr.models.registry import MODELS
+
+    def refuses(cfg, num_items):
+        raise ConfigError("declared incompatible")
+
+    def broken(cfg, num_items):
+        raise TypeError("a bug in the builder")
+
+    monkeypatch.setitem(MODELS._entries, "zz-refuses", refuses)
+    assert not [t for t in compatible_combinations() if t[0] == "zz-refuses"]
+    monkeypatch.setitem(MODELS._entries, "zz-broken", broken)
+    with pytest.raises(TypeError, match="a bug in the builder"):
+        compatible_combinations()
