@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from filelock import FileLock, Timeout  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 from awrsr.errors import AwrsrError  # noqa: E402
@@ -75,20 +76,30 @@ def work(args: argparse.Namespace) -> None:
     for name, config, variant, options in queue(args.comparisons, args.seeds, args.skip):
         run_dir = args.root / name / variant / f"seed-{options['train.seed']}"
         # A run that failed in one worker of this queue is not tried again by the others (a late
-        # divergence would cost K times its device time); the next queue tries it afresh.
+        # divergence would cost K times its device time); the next queue tries it afresh. The
+        # worker holds the run's claim from before it reads the mark until after it writes one, so
+        # that no other worker reads "not failed" while the failure is being recorded.
         failed_mark = args.failed_dir / f"{name}__{variant}__seed-{options['train.seed']}"
-        if failed_mark.exists():
-            continue
-        start = time.time()
+        claim = FileLock(failed_mark.with_name(failed_mark.name + ".claim"))
         try:
-            metrics = run_or_reuse(config, {**extra, **options}, run_dir, console, wait=False, fingerprints=fingerprints)
-        except Exception:  # a failed run (a bad config, a diverged model) must not stop the queue
-            print(f"@@ {args.worker} failed {run_dir}\n{traceback.format_exc()}", flush=True)
-            failed_mark.touch()
-            failures += 1
+            claim.acquire(blocking=False)
+        except Timeout:  # another worker of this queue is on it
             continue
-        if metrics is not None and time.time() - start > 5:
-            print(f"@@ {args.worker} trained {run_dir} in {time.time() - start:.0f} s", flush=True)
+        try:
+            if failed_mark.exists():
+                continue
+            start = time.time()
+            try:
+                metrics = run_or_reuse(config, {**extra, **options}, run_dir, console, wait=False, fingerprints=fingerprints)
+            except Exception:  # a failed run (a bad config, a diverged model) must not stop the queue
+                print(f"@@ {args.worker} failed {run_dir}\n{traceback.format_exc()}", flush=True)
+                failed_mark.touch()
+                failures += 1
+                continue
+            if metrics is not None and time.time() - start > 5:
+                print(f"@@ {args.worker} trained {run_dir} in {time.time() - start:.0f} s", flush=True)
+        finally:
+            claim.release()
     print(f"@@ {args.worker} queue done ({failures} failed)", flush=True)
     return 1 if failures else 0
 
