@@ -86,22 +86,26 @@ def work(args: argparse.Namespace) -> None:
         except Timeout:  # another worker of this queue is on it
             continue
         try:
-            if failed_mark.exists():
-                continue
-            start = time.time()
-            try:
-                metrics = run_or_reuse(config, {**extra, **options}, run_dir, console, wait=False, fingerprints=fingerprints)
-            except Exception:  # a failed run (a bad config, a diverged model) must not stop the queue
-                print(f"@@ {args.worker} failed {run_dir}\n{traceback.format_exc()}", flush=True)
+            if not failed_mark.exists() and not train_one(config, {**extra, **options}, run_dir, console, fingerprints, args.worker):
                 failed_mark.touch()
                 failures += 1
-                continue
-            if metrics is not None and time.time() - start > 5:
-                print(f"@@ {args.worker} trained {run_dir} in {time.time() - start:.0f} s", flush=True)
         finally:
             claim.release()
     print(f"@@ {args.worker} queue done ({failures} failed)", flush=True)
     return 1 if failures else 0
+
+
+def train_one(config: str, options: dict, run_dir: Path, console: Console, fingerprints: DataFingerprints, worker: str) -> bool:
+    """Train (or reuse) one run; False if it failed, which must not stop the queue."""
+    start = time.time()
+    try:
+        metrics = run_or_reuse(config, options, run_dir, console, wait=False, fingerprints=fingerprints)
+    except Exception:  # a bad config, a diverged model
+        print(f"@@ {worker} failed {run_dir}\n{traceback.format_exc()}", flush=True)
+        return False
+    if metrics is not None and time.time() - start > 5:
+        print(f"@@ {worker} trained {run_dir} in {time.time() - start:.0f} s", flush=True)
+    return True
 
 
 def main() -> int:
