@@ -363,8 +363,8 @@ MUTANTS = [
            "if not 0 <= user <= len(lengths):", "tests/experiments/test_figures.py", "--user equal to the number of test users is out of range"),
     Mutant("M142", "src/awrsr/experiments/figures.py", "ax.fill_between(ns, curves.min(axis=0), curves.max(axis=0),",
            "ax.fill_between(ns, curves.mean(axis=0) - curves.std(axis=0), curves.mean(axis=0) + curves.std(axis=0),", "tests/experiments/test_figures.py", "the NDCG@N band spans the lowest to the highest seed"),
-    Mutant("M143", "src/awrsr/experiments/figures.py", "plot_curves(runs, \"val/ndcg@5\", \"validation NDCG@5\", out / \"valid_ndcg5.png\"),",
-           "plot_curves(runs, \"val/ndcg@10\", \"validation NDCG@5\", out / \"valid_ndcg5.png\"),", "tests/experiments/test_figures.py", "valid_ndcg5.png draws val/ndcg@5"),
+    Mutant("M143", "src/awrsr/experiments/figures.py", "plot_curves(runs, \"val/ndcg@5\", \"validation NDCG@5\", out / \"valid_ndcg5.png\", styles),",
+           "plot_curves(runs, \"val/ndcg@10\", \"validation NDCG@5\", out / \"valid_ndcg5.png\", styles),", "tests/experiments/test_figures.py", "valid_ndcg5.png draws val/ndcg@5"),
     Mutant("M144", "src/awrsr/experiments/figures.py", "ax.bar(x, [means.get(b, np.nan) for b in buckets], width, yerr=[stds.get(b, 0.0) for b in buckets],",
            "ax.bar(x, [means.get(b, np.nan) for b in buckets], width, yerr=[means.get(b, 0.0) for b in buckets],", "tests/experiments/test_figures.py", "the error bars are the std, not the mean"),
     Mutant("M145", "src/awrsr/experiments/figures.py", "return int(long_enough[0]) if len(long_enough) else int(lengths.argmax())",
@@ -776,6 +776,12 @@ MUTANTS = [
     Mutant("M299", "src/awrsr/errors.py", '        if cuda:', '        if False:', "tests/test_errors.py", "CUDA's message is cut to the sizes, not its paragraph of advice"),
     Mutant("M300", "src/awrsr/errors.py", 'splitlines()[0][:300] if text.strip() else "an allocation failed"', 'splitlines()[0][:300]', "tests/test_errors.py", "an out-of-memory error without text does not crash the error handler"),
     Mutant("M301", "src/awrsr/models/registry.py", "        except ConfigError:", "        except Exception:", "tests/models/test_combinations.py", "a builder's bug is raised, not taken for an incompatible triple"),
+    Mutant("M302", "src/awrsr/experiments/figures.py", 'VariantStyle(f"C{i % 10}", LINE_STYLES[i // 10 % len(LINE_STYLES)],', 'VariantStyle(f"C{i % 10}", LINE_STYLES[0],', "tests/experiments/test_figures.py", "the eleventh variant is not drawn like the first"),
+    Mutant("M303", "src/awrsr/experiments/figures.py", "    return variant_styles([*known, *labels]) | known", "    return variant_styles(labels)", "tests/experiments/test_figures.py", "a variant missing from one figure shifts no other variant's look"),
+    Mutant("M304", "src/awrsr/experiments/figures.py", '    fig.savefig(out, dpi=120, bbox_inches="tight", bbox_extra_artists=legends)', '    fig.savefig(out, dpi=120, bbox_inches="tight")', "tests/experiments/test_figures.py", "the saved file holds the legend beside the axes"),
+    Mutant("M305", "src/awrsr/experiments/figures.py", "    if entries > LEGEND_INSIDE_MAX:", "    if entries > 100:", "tests/experiments/test_figures.py", "a long legend goes beside the axes, not over the data"),
+    Mutant("M306", "src/awrsr/experiments/figures.py", "stds = {b: s if n > 1 else np.nan for", "stds = {b: s for", "tests/experiments/test_figures.py", "one seed draws no error bar of zero spread"),
+    Mutant("M307", "src/awrsr/experiments/figures.py", "    return {label: label for label in counts}, numbers.pop()", "    return {label: f\"{label} ({n} seeds)\" for label, n in counts.items()}, None", "tests/experiments/test_figures.py", "the same seed count is said once, in the legend's title"),
 ]
 
 

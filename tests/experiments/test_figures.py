@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 import torch
 from conftest import build_tiny, run_cli, tiny_run_config
+from matplotlib.colors import to_hex
 from rich.console import Console
 
 from awrsr.data import SyntheticConfig, make_synthetic_interactions
@@ -270,8 +271,11 @@ def test_compare_figures_draw_every_finished_seed(tmp_path, monkeypatch):
     figures.plot_ndcg_at_n(runs, tmp_path / "ndcg.png")
     curves, ndcg = (fig.axes[0] for fig in drawn)
     assert len(curves.get_lines()) == 4
-    assert [t.get_text() for t in curves.get_legend().get_texts()] == ["none (one line each of 3 seeds)", "simp"]
-    assert [t.get_text() for t in ndcg.get_legend().get_texts()] == ["none (mean of 3 seeds)", "simp"]
+    # the variants have different numbers of seeds: each label counts its own
+    assert [t.get_text() for t in curves.get_legend().get_texts()] == ["none (3 seeds)", "simp (1 seed)"]
+    assert curves.get_legend().get_title().get_text() == "one line per seed"
+    assert [t.get_text() for t in ndcg.get_legend().get_texts()] == ["none (3 seeds)", "simp (1 seed)"]
+    assert ndcg.get_legend().get_title().get_text() == "mean over seeds"
     assert ndcg.get_title() == "band: lowest to highest seed"
     mean = np.mean([figures.ndcg_at_n(ranks[p]) for p in runs["none"]], axis=0)
     np.testing.assert_allclose(ndcg.get_lines()[0].get_ydata(), mean)
@@ -435,3 +439,68 @@ def test_bars_by_length_count_the_bases_users_as_the_table_does(tmp_path, monkey
     drawn = captured_figures(monkeypatch)
     figures.plot_by_length(tmp_path / "by_length.csv", tmp_path / "b.png")
     assert [t.get_text() for t in drawn[0].axes[0].get_xticklabels()] == ["1-5\n(10)", ">5\n(2)"]
+
+
+def test_seed_counts_are_said_once_when_every_variant_has_the_same():
+    from awrsr.experiments.figures import _seed_labels
+
+    assert _seed_labels({"none": 3, "simp": 3}) == ({"none": "none", "simp": "simp"}, 3)
+    assert _seed_labels({"none": 2, "simp": 1}) == ({"none": "none (2 seeds)", "simp": "simp (1 seed)"}, None)
+
+
+def test_every_variant_of_a_large_comparison_keeps_its_own_look_in_every_figure(tmp_path, monkeypatch):
+    """17 variants (the neighbours' table) with ten colours: no two share a colour and line style
+    (bars: colour and hatch), each keeps its look across figures, and the legend sits beside the
+    axes, in the saved file, not over the data."""
+    from matplotlib.image import imread
+
+    from awrsr.experiments import figures
+
+    names = [f"v{i}" for i in range(17)]
+    runs, ranks, rows = {}, {}, ["variant,metric,bucket,users,mean,std,improvement_pct,p_value,runs,pairs"]
+    for i, name in enumerate(names):
+        run = tmp_path / name / "seed-1"
+        run.mkdir(parents=True)
+        pl.DataFrame({"epoch": [1, 2], "val/ndcg@5": [0.1, 0.2 + i / 100]}).write_csv(run / "history.csv")
+        runs[name], ranks[run] = [run], np.array([1 + i, 2])
+        rows.append(f"{name},ndcg@10,1-5,10,{0.1 + i / 100},0.0,,,1,0")
+    (tmp_path / "by_length.csv").write_text("\n".join(rows) + "\n")
+    monkeypatch.setattr(figures, "_test_ranks", lambda run_dir, data_path: ranks[run_dir])
+    drawn = captured_figures(monkeypatch)
+    styles = figures.variant_styles(names)
+    figures.plot_curves(runs, "val/ndcg@5", "validation NDCG@5", tmp_path / "curves.png", styles)
+    figures.plot_ndcg_at_n(runs, tmp_path / "ndcg.png", styles=styles)
+    figures.plot_by_length(tmp_path / "by_length.csv", tmp_path / "bars.png", styles)
+    # a variant left out of one figure (a seed without test ranks) shifts no other variant's look
+    figures.plot_ndcg_at_n({k: v for k, v in runs.items() if k != "v0"}, tmp_path / "fewer.png", styles=styles)
+    curves, ndcg, bars, fewer = (fig.axes[0] for fig in drawn)
+    assert [line.get_color() for line in fewer.get_lines()] == [line.get_color() for line in ndcg.get_lines()][1:]
+    for ax in (curves, ndcg):
+        looks = [(to_hex(line.get_color()), line.get_linestyle()) for line in ax.get_lines()]
+        assert len(set(looks)) == 17
+        assert looks[0] == ("#1f77b4", "-") and looks[10] == ("#1f77b4", "--")  # C0 again, dashed
+    bar_looks = [(to_hex(bar.get_facecolor()), bar.get_hatch()) for bar in bars.patches]
+    assert len(set(bar_looks)) == 17
+    assert [look[0] for look in bar_looks] == [to_hex(line.get_color()) for line in curves.get_lines()]
+    for fig, ax, name in zip(drawn, (curves, ndcg, bars), ("curves", "ndcg", "bars")):  # (fewer: the same)
+        fig.canvas.draw()
+        legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert legend.x0 > axes.x1, name  # beside the axes, hiding no data
+        width = imread(tmp_path / f"{name}.png").shape[1]
+        assert width / 120 > fig.get_figwidth() * 1.1, name  # the file grew to hold the legend
+
+
+def test_a_single_seed_has_no_error_bar(tmp_path, monkeypatch):
+    """One seed's std is 0 by definition: no bar claims a spread of zero; two seeds' is drawn."""
+    from awrsr.experiments import figures
+
+    (tmp_path / "by_length.csv").write_text(
+        "variant,metric,bucket,users,mean,std,improvement_pct,p_value,runs,pairs\n"
+        "none,ndcg@10,1-5,10,0.2,0.01,,,2,0\n"
+        "simp,ndcg@10,1-5,10,0.3,0.0,,,1,0\n"
+    )
+    drawn = captured_figures(monkeypatch)
+    figures.plot_by_length(tmp_path / "by_length.csv", tmp_path / "b.png")
+    segments = [seg for c in drawn[0].axes[0].collections for seg in c.get_segments()]
+    drawn_bars = [tuple(np.round(np.asarray(seg)[:, 1], 6)) for seg in segments if len(seg)]
+    assert drawn_bars == [(0.19, 0.21)]

@@ -52,33 +52,89 @@ def read_result_table(path: Path, columns: list[str], text: Sequence[str] = ()) 
     return table
 
 
-def _legend_label(label: str, seeds: int, what: str) -> str:
-    return f"{label} ({what} {seeds} seeds)" if seeds > 1 else label
+# Ten colours, then the same ten again with the next line style (bars: hatch), so that no two of
+# up to 40 variants share a look (the neighbours' comparison has 17); a variant keeps its look in
+# every figure of a comparison.
+LINE_STYLES = ("-", "--", ":", "-.")
+HATCHES = ("", "//", "..", "xx")
+LEGEND_INSIDE_MAX = 6  # more entries than this go beside the axes, where they hide no data
 
 
-def plot_curves(runs: dict[str, list[Path]], column: str, ylabel: str, out: Path) -> Path | None:
-    """``column`` of each run's history per epoch, one line per seed in its variant's colour
-    (early stopping ends seeds at different epochs, so they are not averaged); None (no file) if
-    no run logged it (runs made before the column existed are left out of the figure)."""
+@dataclass(frozen=True)
+class VariantStyle:
+    color: str
+    linestyle: str
+    hatch: str
+
+
+def variant_styles(labels: Sequence[str]) -> dict[str, VariantStyle]:
+    """Each label's look by its position in ``labels`` (the comparison's order, base first)."""
+    return {
+        label: VariantStyle(f"C{i % 10}", LINE_STYLES[i // 10 % len(LINE_STYLES)], HATCHES[i // 10 % len(HATCHES)])
+        for i, label in enumerate(dict.fromkeys(labels))
+    }
+
+
+def _with_styles(labels: Sequence[str], styles: dict[str, VariantStyle] | None) -> dict[str, VariantStyle]:
+    """``styles`` (one comparison's, shared by its figures) extended to the labels it lacks, after it."""
+    known = dict(styles or {})
+    return variant_styles([*known, *labels]) | known
+
+
+def _seed_labels(counts: dict[str, int]) -> tuple[dict[str, str], int | None]:
+    """Legend labels, and the seeds per variant when every variant has the same number (the
+    legend's title says it once); when the numbers differ, each label says its own."""
+    numbers = set(counts.values())
+    if len(numbers) == 1:
+        return {label: label for label in counts}, numbers.pop()
+    return {label: f"{label} ({n} seed{'s' if n != 1 else ''})" for label, n in counts.items()}, None
+
+
+def _legend(ax: plt.Axes, title: str | None) -> None:
+    entries = len(ax.get_legend_handles_labels()[1])
+    if entries > LEGEND_INSIDE_MAX:
+        legend = ax.legend(fontsize="small", title=title, title_fontsize="small",
+                           loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+        legend.set_in_layout(False)  # the axes keep their size; the saved file grows to hold it
+    else:
+        ax.legend(fontsize="small", title=title, title_fontsize="small")
+
+
+def _save(fig: plt.Figure, out: Path) -> None:
+    fig.tight_layout()
+    # "tight" and the legends named: the file grows to hold a legend beside the axes
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    fig.savefig(out, dpi=120, bbox_inches="tight", bbox_extra_artists=legends)
+
+
+def plot_curves(
+    runs: dict[str, list[Path]], column: str, ylabel: str, out: Path, styles: dict[str, VariantStyle] | None = None,
+) -> Path | None:
+    """``column`` of each run's history per epoch, one line per seed in its variant's look (early
+    stopping ends seeds at different epochs, so they are not averaged); None (no file) if no run
+    logged it (runs made before the column existed are left out of the figure)."""
+    styles = _with_styles(list(runs), styles)
+    logged = {label: [h for h in map(_history, seeds) if column in h.columns] for label, seeds in runs.items()}
+    logged = {label: histories for label, histories in logged.items() if histories}
+    if not logged:
+        return None
+    labels, seeds_each = _seed_labels({label: len(histories) for label, histories in logged.items()})
     fig, ax = plt.subplots(figsize=(6, 4))
-    drawn = 0
-    for colour, (label, seeds) in enumerate(runs.items()):
-        logged = [h for h in map(_history, seeds) if column in h.columns]
-        for i, history in enumerate(logged):
+    for label, histories in logged.items():
+        style = styles[label]
+        for i, history in enumerate(histories):
             data = history.select("epoch", column).drop_nulls()
-            ax.plot(data["epoch"], data[column], color=f"C{colour % 10}", alpha=0.7 if len(logged) > 1 else 1.0,
-                    linewidth=1.0 if len(logged) > 1 else 1.5,
-                    label=_legend_label(label, len(logged), "one line each of") if i == 0 else None)
-        drawn += len(logged)
-    if drawn:
-        ax.set_xlabel("epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel(ylabel)
-        ax.legend(fontsize="small")
-        fig.tight_layout()
-        fig.savefig(out, dpi=120)
+            ax.plot(data["epoch"], data[column], color=style.color, linestyle=style.linestyle,
+                    alpha=0.7 if len(histories) > 1 else 1.0, linewidth=1.0 if len(histories) > 1 else 1.5,
+                    label=labels[label] if i == 0 else None)
+    ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel(ylabel)
+    several = any(len(histories) > 1 for histories in logged.values())
+    _legend(ax, None if not several else f"one line per seed, {seeds_each} each" if seeds_each else "one line per seed")
+    _save(fig, out)
     plt.close(fig)
-    return out if drawn else None
+    return out
 
 
 def _test_ranks(run_dir: Path, data_path: str | None) -> np.ndarray:
@@ -97,53 +153,62 @@ def ndcg_at_n(ranks: np.ndarray, max_n: int = 20) -> np.ndarray:
     return gains.mean(axis=1)
 
 
-def plot_ndcg_at_n(runs: dict[str, list[Path]], out: Path, max_n: int = 20, data_path: str | None = None) -> Path:
+def plot_ndcg_at_n(
+    runs: dict[str, list[Path]], out: Path, max_n: int = 20, data_path: str | None = None,
+    styles: dict[str, VariantStyle] | None = None,
+) -> Path:
     """Test NDCG@N of each variant: the mean over its seeds, with their lowest to highest as a band."""
+    styles = _with_styles(list(runs), styles)
+    labels, seeds_each = _seed_labels({label: len(seeds) for label, seeds in runs.items()})
     fig, ax = plt.subplots(figsize=(6, 4))
     ns = np.arange(1, max_n + 1)
-    for colour, (label, seeds) in enumerate(runs.items()):
+    for label, seeds in runs.items():
+        style = styles[label]
         curves = np.stack([ndcg_at_n(_test_ranks(run_dir, data_path), max_n) for run_dir in seeds])
-        ax.plot(ns, curves.mean(axis=0), marker=".", color=f"C{colour % 10}",
-                label=_legend_label(label, len(seeds), "mean of"))
+        ax.plot(ns, curves.mean(axis=0), marker=".", color=style.color, linestyle=style.linestyle, label=labels[label])
         if len(seeds) > 1:
-            ax.fill_between(ns, curves.min(axis=0), curves.max(axis=0), color=f"C{colour % 10}", alpha=0.15, linewidth=0)
-    if any(len(seeds) > 1 for seeds in runs.values()):
+            ax.fill_between(ns, curves.min(axis=0), curves.max(axis=0), color=style.color, alpha=0.15, linewidth=0)
+    several = any(len(seeds) > 1 for seeds in runs.values())
+    if several:
         ax.set_title("band: lowest to highest seed", fontsize="small")
     ax.set_xlabel("N")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("test NDCG@N")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    _legend(ax, None if not several else f"mean of {seeds_each} seeds" if seeds_each else "mean over seeds")
+    _save(fig, out)
     plt.close(fig)
     return out
 
 
-def plot_by_length(table_csv: Path, out: Path) -> Path:
-    """Grouped bars: each variant's mean (± std over seeds) per bucket of history length, from a
-    comparison's by_length.csv."""
-    table = read_result_table(table_csv, ["variant", "bucket", "users", "mean", "std", "metric"], text=["variant"])
+def plot_by_length(table_csv: Path, out: Path, styles: dict[str, VariantStyle] | None = None) -> Path:
+    """Grouped bars: each variant's mean (± std over seeds; no bar for one seed) per bucket of
+    history length, from a comparison's by_length.csv."""
+    table = read_result_table(table_csv, ["variant", "bucket", "users", "mean", "std", "metric", "runs"], text=["variant"])
     buckets = list(dict.fromkeys(table["bucket"].cast(pl.Utf8).to_list()))
     variants = list(dict.fromkeys(table["variant"].cast(pl.Utf8).to_list()))
+    styles = _with_styles(variants, styles)
     users: dict[str, int] = {}  # the first variant's (the base's) count, as by_length.md heads its columns
     for bucket, count in zip(table["bucket"].cast(pl.Utf8), table["users"]):
         users.setdefault(bucket, count)
     width = 0.8 / len(variants)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(buckets)), 4))
+    # each bucket gets wider with more variants, so that 17 bars stay apart
+    fig, ax = plt.subplots(figsize=(max(6.0, len(buckets) * max(1.2, 0.15 * len(variants))), 4))
     for i, variant in enumerate(variants):
         rows = table.filter(pl.col("variant").cast(pl.Utf8) == variant)
         means = dict(zip(rows["bucket"].cast(pl.Utf8), rows["mean"]))
-        stds = dict(zip(rows["bucket"].cast(pl.Utf8), rows["std"]))
+        # one seed has no spread to show; a bar of length 0 would claim there is none
+        stds = {b: s if n > 1 else np.nan for b, s, n in zip(rows["bucket"].cast(pl.Utf8), rows["std"], rows["runs"])}
         x = np.arange(len(buckets)) + (i - (len(variants) - 1) / 2) * width
+        style = styles[variant]
         ax.bar(x, [means.get(b, np.nan) for b in buckets], width, yerr=[stds.get(b, 0.0) for b in buckets],
-               label=variant, capsize=2)
+               label=variant, color=style.color, hatch=style.hatch, edgecolor="white" if style.hatch else None,
+               linewidth=0, error_kw={"elinewidth": 0.8, "ecolor": "0.25", "capsize": 1.5})
     ax.set_xticks(np.arange(len(buckets)), [f"{b}\n({users[b]:,})" for b in buckets])
     ax.set_xlabel("history length (test users)")
     metric = table["metric"][0].upper().replace("HR@", "Recall@")
     ax.set_ylabel(f"test {metric}, mean over seeds")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    _legend(ax, None)
+    _save(fig, out)
     plt.close(fig)
     return out
 
@@ -245,8 +310,7 @@ def plot_attention(case: AttentionCase, out: Path) -> Path:
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
             fig.colorbar(image, ax=ax, fraction=0.046)
     fig.suptitle(case.title)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    _save(fig, out)
     plt.close(fig)
     return out
 
@@ -289,13 +353,14 @@ def draw_figures(
         if (kept := [s for s in seeds if (s / TEST_RANKS_FILE).is_file() or not missing_artifact_files(s)])
     }
     out.mkdir(parents=True, exist_ok=True)
+    styles = variant_styles(list(runs))  # a variant looks the same in every figure
     files = [
-        plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png"),
-        plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png"),
-        plot_ndcg_at_n(ranked, out / "ndcg_at_n.png", data_path=data_path) if ranked else None,
+        plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png", styles),
+        plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png", styles),
+        plot_ndcg_at_n(ranked, out / "ndcg_at_n.png", data_path=data_path, styles=styles) if ranked else None,
     ]
     if not single and (directory / "by_length.csv").is_file():  # a comparison's table
-        files.append(plot_by_length(directory / "by_length.csv", out / "ndcg_by_length.png"))
+        files.append(plot_by_length(directory / "by_length.csv", out / "ndcg_by_length.png", styles))
     for name, case in cases.items():
         files.append(plot_attention(case, out / f"attention_{name}.png"))
     return [f for f in files if f is not None]
