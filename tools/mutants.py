@@ -782,6 +782,9 @@ MUTANTS = [
     Mutant("M305", "src/awrsr/experiments/figures.py", "    if entries > LEGEND_INSIDE_MAX:", "    if entries > 100:", "tests/experiments/test_figures.py", "a long legend goes beside the axes, not over the data"),
     Mutant("M306", "src/awrsr/experiments/figures.py", "stds = {b: s if n > 1 else np.nan for", "stds = {b: s for", "tests/experiments/test_figures.py", "one seed draws no error bar of zero spread"),
     Mutant("M307", "src/awrsr/experiments/figures.py", "    return {label: label for label in counts}, numbers.pop()", "    return {label: f\"{label} ({n} seeds)\" for label, n in counts.items()}, None", "tests/experiments/test_figures.py", "the same seed count is said once, in the legend's title"),
+    Mutant("M308", "src/awrsr/train/callbacks.py", "        self._stopped_before = self.wait_count >= patience and self.stopped_epoch > 0", "        self._stopped_before = False", "tests/train/test_resume.py", "a run killed after early stopping trains no further epoch when resumed"),
+    Mutant("M309", "src/awrsr/train/callbacks.py", "        if not self._stopped_before:\n            self.stopped_epoch = 0", "        self.stopped_epoch = 0", "tests/train/test_resume.py", "a resumed run that had stopped early still says it stopped early"),
+    Mutant("M310", "src/awrsr/train/callbacks.py", "        self._stopped_before = self.wait_count >= patience and", '        self._stopped_before = self.wait_count >= state_dict["patience"] and', "tests/train/test_resume.py", "a larger patience continues a run that had stopped early"),
 ]
 
 

@@ -205,6 +205,26 @@ def test_a_run_killed_after_its_last_epoch_resumes_into_its_evaluation(tmp_path)
     assert again.metrics["test"] == first.metrics["test"]
 
 
+def test_a_run_killed_after_early_stopping_resumes_into_its_evaluation(tmp_path):
+    """Killed after its stopping epoch's checkpoint, before its results: resuming trains no further
+    epoch (an uninterrupted run trains none, and one more could become the selected epoch); with a
+    larger patience it goes on, counting the epochs it has waited already."""
+    run_dir = tmp_path / "run"
+    first = fit(**tiny_run_config(run_dir, max_epochs=40, patience=1), console=QUIET)
+    stopped = first.metrics["selection"]
+    assert stopped["stopped_by"] == "early stopping" and stopped["epochs_trained"] < 40
+    (run_dir / "metrics.json").unlink()
+    again = fit(**tiny_run_config(run_dir, max_epochs=40, patience=1), console=QUIET, resume=True)
+    assert again.metrics["selection"] == stopped
+    assert again.metrics["test"] == first.metrics["test"]
+    assert pl.read_csv(run_dir / "history.csv")["epoch"].to_list() == list(range(1, stopped["epochs_trained"] + 1))
+
+    longer = fit(**tiny_run_config(run_dir, max_epochs=40, patience=3), console=QUIET, resume=True)
+    selection = longer.metrics["selection"]
+    assert selection["stopped_by"] == "early stopping" and selection["epochs_trained"] > stopped["epochs_trained"]
+    assert selection["epochs_trained"] - selection["best_epoch"] == 3  # the epoch it had waited counts
+
+
 def test_the_progress_bar_counts_epochs_from_one_and_goes_on_after_a_resume(tmp_path, capsys, monkeypatch):
     import re
     import sys

@@ -71,7 +71,16 @@ class ResumableEarlyStopping(EarlyStopping):
         patience = self.patience
         super().load_state_dict(state_dict)
         self.patience = patience
-        self.stopped_epoch = 0
+        # A run killed after its stopping epoch's checkpoint but before its results were written
+        # has already stopped: resuming must not train another epoch, which an uninterrupted run
+        # never trained (and which could even become the selected one). With a larger patience it goes on.
+        self._stopped_before = self.wait_count >= patience and self.stopped_epoch > 0
+        if not self._stopped_before:
+            self.stopped_epoch = 0
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if getattr(self, "_stopped_before", False):
+            trainer.should_stop = True  # Lightning's fit loop then ends before another epoch
 
 
 class RelocatableModelCheckpoint(ModelCheckpoint):
