@@ -785,6 +785,7 @@ MUTANTS = [
     Mutant("M308", "src/awrsr/train/callbacks.py", "        self._stopped_before = self.wait_count >= patience and self.stopped_epoch > 0", "        self._stopped_before = False", "tests/train/test_resume.py", "a run killed after early stopping trains no further epoch when resumed"),
     Mutant("M309", "src/awrsr/train/callbacks.py", "        if not self._stopped_before:\n            self.stopped_epoch = 0", "        self.stopped_epoch = 0", "tests/train/test_resume.py", "a resumed run that had stopped early still says it stopped early"),
     Mutant("M310", "src/awrsr/train/callbacks.py", "        self._stopped_before = self.wait_count >= patience and", '        self._stopped_before = self.wait_count >= state_dict["patience"] and', "tests/train/test_resume.py", "a larger patience continues a run that had stopped early"),
+    Mutant("M311", "src/awrsr/train/trainer.py", 'callbacks.append(Timer(duration=train.max_time, interval="epoch"))', 'callbacks.append(Timer(duration=train.max_time, interval="step"))', "tests/train/test_resume.py", "the time budget never stops a run inside an epoch"),
 ]
 
 

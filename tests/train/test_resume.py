@@ -225,6 +225,29 @@ def test_a_run_killed_after_early_stopping_resumes_into_its_evaluation(tmp_path)
     assert selection["epochs_trained"] - selection["best_epoch"] == 3  # the epoch it had waited counts
 
 
+def test_a_run_stopped_by_its_time_budget_resumes_exactly(tmp_path, monkeypatch):
+    """The budget stops a run only between epochs. Lightning's own check, after every batch, cut an
+    epoch short and counted it as complete (validated, checkpointed), so a resumed run skipped the
+    rest of that epoch and differed from an uninterrupted one."""
+    import itertools
+    import types
+
+    from lightning.pytorch.callbacks import timer
+
+    clock = itertools.count()  # one second per reading of Lightning's clock, whatever the machine's speed
+    monkeypatch.setattr(timer, "time", types.SimpleNamespace(monotonic=lambda: float(next(clock))))
+    straight = fit(**tiny_run_config(tmp_path / "straight", max_epochs=6, patience=50), console=QUIET)
+    budgeted = tmp_path / "budgeted"
+    first = fit(**tiny_run_config(budgeted, max_epochs=6, patience=50, max_time="00:00:00:10"), console=QUIET)
+    assert first.metrics["selection"]["stopped_by"] == "max_time"
+    assert 1 < first.metrics["selection"]["epochs_trained"] < 6
+    resumed = fit(**tiny_run_config(budgeted, max_epochs=6, patience=50), console=QUIET, resume=True)
+    assert resumed.metrics["test"] == straight.metrics["test"]
+    columns = ["epoch", "train/loss", "val/ndcg@10"]
+    assert pl.read_csv(budgeted / "history.csv").select(columns).equals(
+        pl.read_csv(tmp_path / "straight" / "history.csv").select(columns))
+
+
 def test_the_progress_bar_counts_epochs_from_one_and_goes_on_after_a_resume(tmp_path, capsys, monkeypatch):
     import re
     import sys

@@ -26,7 +26,9 @@ class TrainConfig:
         lr: Adam learning rate.
         weight_decay: L2 penalty (Adam weight_decay).
         max_epochs: most epochs to train.
-        max_time: wall-clock budget DD:HH:MM:SS; training stops there and the best validated epoch is selected.
+        max_time: wall-clock budget DD:HH:MM:SS, checked when an epoch ends (a run may overrun it by one
+            epoch, and never stops inside one, so that a resumed run equals an uninterrupted one);
+            the best validated epoch is selected.
         patience: validations without improvement of the monitor before stopping.
         monitor: validation metric for early stopping and model selection, e.g. ndcg@10.
         val_every: epochs between validations.
@@ -47,7 +49,7 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 0.0  # L2 penalty, as Adam's weight_decay
     max_epochs: int = 200
-    max_time: str | None = None  # wall-clock budget "DD:HH:MM:SS"; training stops there and the best epoch so far is selected
+    max_time: str | None = None  # wall-clock budget "DD:HH:MM:SS", checked at each epoch's end; the best epoch so far is selected
     patience: int = 20  # validation checks without improvement before stopping
     monitor: str = "ndcg@10"  # validation metric for early stopping and model selection
     val_every: int = 1  # epochs between validations

@@ -13,6 +13,7 @@ import lightning as L
 import polars as pl
 import torch
 import yaml
+from lightning.pytorch.callbacks import Timer
 from lightning.pytorch.loggers import CSVLogger
 from torch import nn
 from torch.utils.data import DataLoader
@@ -103,6 +104,12 @@ def train_model(
     timer = EpochTimer()
     early_stopping = ResumableEarlyStopping(monitor=monitor, mode="max", patience=train.patience)
     callbacks = [checkpoint, last, timer, GradientNorm(), early_stopping, RandomState(), InterruptNotice(resume_from)]
+    # The budget is checked when an epoch ends (Lightning's own max_time checks after every batch):
+    # a run may overrun it by one epoch but never stops inside one, which it would then count as
+    # complete, validate and checkpoint, so that a resumed run skipped the rest of that epoch.
+    # Present without a budget too, so that a checkpoint's timer state always has a home (Lightning
+    # warns on resume otherwise) and a budget set on resume counts the earlier sessions' time.
+    callbacks.append(Timer(duration=train.max_time, interval="epoch"))
     # A bar on a terminal; in a log file (stdout, where Lightning's bar writes, redirected) one
     # line per epoch instead, since a bar's carriage returns and escape codes would fill it.
     show_bar = train.progress_bar and sys.stdout.isatty()
@@ -112,7 +119,6 @@ def train_model(
         callbacks.append(EpochLines(monitor, early_stopping))
     trainer = L.Trainer(
         max_epochs=train.max_epochs,
-        max_time=train.max_time,
         accelerator=train.accelerator,
         devices=1,
         # Written through at every log call (once per epoch), so an interrupted run loses no row.
