@@ -181,7 +181,7 @@ def plot_ndcg_at_n(
 
 
 def plot_by_length(table_csv: Path, out: Path, styles: dict[str, VariantStyle] | None = None) -> Path:
-    """Grouped bars: each variant's mean (± std over seeds; no bar for one seed) per bucket of
+    """Grouped bars: each variant's mean (± std over seeds; no error bar for one seed) per bucket of
     history length, from a comparison's by_length.csv."""
     table = read_result_table(table_csv, ["variant", "bucket", "users", "mean", "std", "metric", "runs"], text=["variant"])
     buckets = list(dict.fromkeys(table["bucket"].cast(pl.Utf8).to_list()))

@@ -62,6 +62,8 @@ class ResumableEarlyStopping(EarlyStopping):
     """Early stopping that keeps the patience it was configured with when a run resumes (Lightning
     would restore the checkpoint's), so that a run stopped too early can be continued with more."""
 
+    _stopped_before = False  # set on resume: the checkpoint's run had already stopped
+
     @property
     def state_key(self) -> str:
         # Lightning keys callback state by class name; keep EarlyStopping's so both load each other's.
@@ -79,7 +81,7 @@ class ResumableEarlyStopping(EarlyStopping):
             self.stopped_epoch = 0
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if getattr(self, "_stopped_before", False):
+        if self._stopped_before:
             trainer.should_stop = True  # Lightning's fit loop then ends before another epoch
 
 
