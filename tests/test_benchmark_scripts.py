@@ -1,6 +1,7 @@
 """The benchmark scripts that sessions with a GPU rely on keep working against the library's API:
 the device check passes a correct model and fails a planted bug, and the comparison queue walks
-its runs in the promised order and exits non-zero when runs fail."""
+its runs in the promised order and exits non-zero when runs fail, and a run cut off on a lent GPU
+comes back packed within the device tool's limits and finishes elsewhere as if never stopped."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+def load_script(name: str, folder: str = "benchmarks"):
+    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -138,3 +140,114 @@ def test_accuracy_tabulates_finished_runs_of_one_config_and_refuses_mixed_ones(t
         accuracy.tabulated_record("twice", [runs[0], runs[1], runs[0]])
     with pytest.raises(SystemExit, match="not a finished run"):
         accuracy.tabulated_record("missing", [runs[0], tmp_path / "nothing"])
+
+
+def saved_as_on_cuda(path: Path) -> None:
+    """Rewrite the checkpoint at ``path`` as a GPU run writes it: every tensor's storage tagged
+    "cuda:0" and, in a Lightning checkpoint, a CUDA generator state beside the CPU one."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    for key, callback_state in state.get("callbacks", {}).items():
+        if key == "RandomState":
+            callback_state["cuda"] = [torch.zeros(16, dtype=torch.uint8)]
+    entry = (1, lambda storage: "cuda:0" if storage.device.type == "cpu" else None, lambda storage, location: None)
+    registry = torch.serialization._package_registry
+    registry.insert(0, entry)
+    try:
+        torch.save(state, path)
+    finally:
+        registry.remove(entry)
+
+
+def _as_if_cut_off(run_dir: Path) -> None:
+    """Leave what a run directory holds while its run is training: checkpoints and the log."""
+    for path in run_dir.iterdir():
+        if path.name not in ("checkpoints", "metrics.csv"):
+            path.unlink()
+
+
+def test_a_run_cut_off_on_a_gpu_comes_back_packed_and_finishes_on_the_cpu_as_if_never_stopped(tmp_path):
+    import tarfile
+
+    from rich.console import Console
+
+    from awrsr.workflows import fit
+    from conftest import tiny_run_config
+
+    pack_partial = load_script("pack_partial", "benchmarks/device")
+    quiet = Console(quiet=True)
+    settings = dict(max_epochs=6, patience=50, lr=0.03)  # validation peaks before the last epoch
+    straight = fit(**tiny_run_config(tmp_path / "straight", **settings), console=quiet)
+    best = straight.metrics["selection"]["best_epoch"]
+    assert best < 5  # else the cut-off run's best and last checkpoints coincide and this shows less
+    lease = tmp_path / "lease"
+    cut = lease / "cmp" / "simp" / "seed-7"
+    fit(**tiny_run_config(cut, **{**settings, "max_epochs": best + 1}), console=quiet)
+    _as_if_cut_off(cut)
+    (cut / ".awrsr.lock").touch()  # a worker still holds it
+    fit(**tiny_run_config(lease / "cmp" / "none" / "seed-7", max_epochs=1), console=quiet)  # finished: not packed
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gpu-partial-3.tar").touch()  # from an earlier pack, when more runs were unfinished
+    written = pack_partial.pack(lease, out, file_limit=16 * 1024 * 1024, max_files=6, budget=60 * 1024 * 1024)
+    assert written == [out / "gpu-partial-1.tar"] and sorted(out.iterdir()) == written
+    with tarfile.open(written[0]) as tar:
+        names = sorted(tar.getnames())
+        slim = torch.load(tar.extractfile("cmp/simp/seed-7/checkpoints/best.ckpt"), weights_only=True)
+        home = tmp_path / "home"
+        tar.extractall(home, filter="data")
+    assert names == sorted(f"cmp/simp/seed-7/{name}" for name in (
+        "checkpoints/best.ckpt", "checkpoints/last.ckpt", "checkpoints/run.yaml", "metrics.csv"))
+    assert set(slim) == {"epoch", "state_dict"} and slim["epoch"] + 1 == best  # the weights only
+    full = torch.load(cut / "checkpoints" / "best.ckpt", weights_only=True)
+    assert all(torch.equal(slim["state_dict"][k], v) for k, v in full["state_dict"].items())
+
+    run_dir = home / "cmp" / "simp" / "seed-7"
+    for name in ("best.ckpt", "last.ckpt"):
+        saved_as_on_cuda(run_dir / "checkpoints" / name)
+    if not torch.cuda.is_available():  # the rewritten file is a GPU's: torch will not load it here as it is
+        with pytest.raises(RuntimeError, match="CUDA"):
+            torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+    resumed = fit(**tiny_run_config(run_dir, **settings), console=quiet, resume=True)
+    assert resumed.metrics["selection"] == straight.metrics["selection"]
+    assert resumed.metrics["valid"] == straight.metrics["valid"] and resumed.metrics["test"] == straight.metrics["test"]
+
+
+def test_a_checkpoint_being_written_is_left_for_the_next_pack(tmp_path):
+    from rich.console import Console
+
+    from awrsr.workflows import fit
+    from conftest import tiny_run_config
+
+    pack_partial = load_script("pack_partial", "benchmarks/device")
+    run_dir = tmp_path / "root" / "cmp" / "none" / "seed-7"
+    fit(**tiny_run_config(run_dir, max_epochs=2, patience=50), console=Console(quiet=True))
+    _as_if_cut_off(run_dir)
+    root, checkpoints = tmp_path / "root", run_dir / "checkpoints"
+    assert pack_partial.snapshot(run_dir, root, tries=1).epochs == 2
+    last = (checkpoints / "last.ckpt").read_bytes()
+    (checkpoints / "last.ckpt").write_bytes(last[: len(last) // 2])  # half written
+    assert pack_partial.snapshot(run_dir, root, tries=2, wait_s=0) is None
+    (checkpoints / "last.ckpt").write_bytes(last)
+    best = torch.load(checkpoints / "best.ckpt", weights_only=True)
+    torch.save({**best, "epoch": 5}, checkpoints / "best.ckpt")  # a new best after last.ckpt was read
+    assert pack_partial.snapshot(run_dir, root, tries=2, wait_s=0) is None
+
+
+def test_partial_runs_are_packed_most_trained_first_within_the_device_tools_limits():
+    pack_partial = load_script("pack_partial", "benchmarks/device")
+    end = pack_partial.TAR_END
+
+    def run(name, epochs, size):  # one member whose header and data make ``size`` bytes
+        return pack_partial.PartialRun(Path(name), epochs, {name: b"x" * (size - pack_partial.TAR_HEADER)})
+
+    runs = [run("a", 10, 6000), run("b", 30, 9216), run("c", 20, 4096), run("d", 5, 30000), run("e", 1, 1024)]
+    limit = 9216 + 4096 + end  # b and c fill a file exactly
+    bins, left_out = pack_partial.plan_files(runs, limit, max_files=2, budget=10**6)
+    assert [[r.path.name for r in b] for b in bins] == [["b", "c"], ["a", "e"]]
+    assert [r.path.name for r in left_out] == ["d"]  # larger than a file
+    bins, left_out = pack_partial.plan_files(runs, limit, max_files=1, budget=10**6)
+    assert [[r.path.name for r in b] for b in bins] == [["b", "c"]] and {r.path.name for r in left_out} == {"a", "d", "e"}
+    bins, left_out = pack_partial.plan_files(runs, limit, max_files=5, budget=9216 + 4096 + end + 1023)
+    assert [[r.path.name for r in b] for b in bins] == [["b", "c"]]  # a second file's closing blocks do not fit
+    assert pack_partial.PartialRun(Path("r"), 1, {"f": b"x" * 513}).size == 512 + 1024  # header + padded data
