@@ -191,6 +191,7 @@ def test_a_run_cut_off_on_a_gpu_comes_back_packed_and_finishes_on_the_cpu_as_if_
     (out / "gpu-partial-3.tar").touch()  # from an earlier pack, when more runs were unfinished
     written = pack_partial.pack(lease, out, file_limit=16 * 1024 * 1024, max_files=6, budget=60 * 1024 * 1024)
     assert written == [out / "gpu-partial-1.tar"] and sorted(out.iterdir()) == written
+    assert (lease / ".packed-last").read_text() == "cmp/simp/seed-7\n"  # what monitor.sh adds to .returned
     with tarfile.open(written[0]) as tar:
         names = sorted(tar.getnames())
         slim = torch.load(tar.extractfile("cmp/simp/seed-7/checkpoints/best.ckpt"), weights_only=True)
@@ -233,6 +234,16 @@ def test_a_checkpoint_being_written_is_left_for_the_next_pack(tmp_path):
     torch.save({**best, "epoch": 5}, checkpoints / "best.ckpt")  # a new best after last.ckpt was read
     assert pack_partial.snapshot(run_dir, root, tries=2, wait_s=0) is None
 
+    # A second call of the lease brings back first what the first call had no room for.
+    torch.save(best, checkpoints / "best.ckpt")
+    import shutil
+
+    shutil.copytree(run_dir, root / "cmp" / "simp" / "seed-7")
+    (root / ".returned").write_text("cmp/none/seed-7\n")
+    size = pack_partial.snapshot(run_dir, root).size
+    pack_partial.pack(root, tmp_path, file_limit=size + pack_partial.TAR_END, max_files=1, budget=10**9)
+    assert (root / ".packed-last").read_text() == "cmp/simp/seed-7\n"
+
 
 def test_partial_runs_are_packed_most_trained_first_within_the_device_tools_limits():
     pack_partial = load_script("pack_partial", "benchmarks/device")
@@ -251,3 +262,5 @@ def test_partial_runs_are_packed_most_trained_first_within_the_device_tools_limi
     bins, left_out = pack_partial.plan_files(runs, limit, max_files=5, budget=9216 + 4096 + end + 1023)
     assert [[r.path.name for r in b] for b in bins] == [["b", "c"]]  # a second file's closing blocks do not fit
     assert pack_partial.PartialRun(Path("r"), 1, {"f": b"x" * 513}).size == 512 + 1024  # header + padded data
+    bins, left_out = pack_partial.plan_files(runs, limit, max_files=2, budget=10**6, returned=frozenset({"b"}))
+    assert [[r.path.name for r in b] for b in bins] == [["c", "a", "e"], ["b"]]  # b came back in an earlier call

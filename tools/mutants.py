@@ -788,8 +788,9 @@ MUTANTS = [
     Mutant("M311", "src/awrsr/train/trainer.py", 'callbacks.append(Timer(duration=train.max_time, interval="epoch"))', 'callbacks.append(Timer(duration=train.max_time, interval="step"))', "tests/train/test_resume.py", "the time budget never stops a run inside an epoch"),
     Mutant("M312", "benchmarks/device/pack_partial.py", 'torch.save({"epoch": best["epoch"], "state_dict": best["state_dict"]}, slim)', 'torch.save({"epoch": best["epoch"], "state_dict": last["state_dict"]}, slim)', "tests/test_benchmark_scripts.py", "a packed run keeps its best epoch's weights, not its last"),
     Mutant("M313", "benchmarks/device/pack_partial.py", '        if int(best["epoch"]) > int(last["epoch"]):', "        if False:", "tests/test_benchmark_scripts.py", "a best checkpoint newer than the last one is not packed with it"),
-    Mutant("M314", "benchmarks/device/pack_partial.py", "sorted(runs, key=lambda r: (-r.epochs, str(r.path)))", "sorted(runs, key=lambda r: str(r.path))", "tests/test_benchmark_scripts.py", "the most-trained runs are packed first"),
+    Mutant("M314", "benchmarks/device/pack_partial.py", "sorted(runs, key=lambda r: (str(r.path) in returned, -r.epochs, str(r.path)))", "sorted(runs, key=lambda r: (str(r.path) in returned, str(r.path)))", "tests/test_benchmark_scripts.py", "the most-trained runs are packed first"),
     Mutant("M315", "benchmarks/device/pack_partial.py", 'SKIPPED_NAMES = {".awrsr.lock", "best.ckpt", "last.ckpt"}', 'SKIPPED_NAMES = {"best.ckpt", "last.ckpt"}', "tests/test_benchmark_scripts.py", "a worker's run lock does not travel with its packed run"),
+    Mutant("M316", "benchmarks/device/pack_partial.py", "frozenset(returned.read_text().split()) if returned.is_file() else frozenset(),", "frozenset(),", "tests/test_benchmark_scripts.py", "a lease's second call brings back first the runs the first call had no room for"),
 ]
 
 

@@ -8,7 +8,7 @@ end=$(( $(date +%s) + ${1:-540} ))
 here=$(dirname "$0")
 pack() {
   (cd /tmp/gpu && tar czf "$OUT/.gpu-runs.partial" --exclude='*.ckpt' --exclude='*.safetensors' \
-    --exclude='vocab.json' --exclude='.awrsr.lock' . && mv "$OUT/.gpu-runs.partial" "$OUT/gpu-runs.tgz")
+    --exclude='vocab.json' --exclude='.awrsr.lock' --exclude=./.returned --exclude=./.packed-last . && mv "$OUT/.gpu-runs.partial" "$OUT/gpu-runs.tgz")
   # what is left of 64 MiB, less 2 MiB for a file being written when the call is cut off
   budget=$(( 62 * 1024 * 1024 - $(stat -c %s "$OUT/gpu-runs.tgz") ))
   python3 "$here/pack_partial.py" /tmp/gpu "$OUT" --budget "$budget"
@@ -20,5 +20,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
        "$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"
   pack
 done
+# the runs this call brings back go after the others in the next call's packs
+if [ -f /tmp/gpu/.packed-last ]; then cat /tmp/gpu/.packed-last >> /tmp/gpu/.returned; fi
 grep -h "@@" $(find /tmp/gpu -path '*/logs/*.log') | tail -n 30
 ls -la "$OUT"

@@ -8,7 +8,9 @@ its best epoch so far (all that a run reads from ``best.ckpt``: the selected wei
 epoch), ``checkpoints/run.yaml`` and its log. ``best.ckpt`` is therefore packed slim, without the
 optimiser state, about a third of its size. Runs are packed most-trained first into tar files of at
 most ``--file-limit`` bytes each, at most ``--max-files`` files and ``--budget`` bytes in all;
-what does not fit is named and left out.
+what does not fit is named and left out. Runs that an earlier call of the lease already brought
+back (listed in ``ROOT/.returned``, which ``monitor.sh`` extends with ``ROOT/.packed-last`` when a
+call ends) go after the others, so that a second call brings back the runs the first had no room for.
 
 Unpacked under a root on any machine (``tar xf gpu-partial-1.tar -C runs/gpu17/a``), each run
 continues from its last epoch with ``awrsr compare``, ``benchmarks/compare_queue.py`` (both resume
@@ -40,6 +42,7 @@ MIB = 1024 * 1024
 # with the padding to a whole record (10,240 bytes), at most 2 records
 TAR_HEADER, TAR_END = 512, 20480
 SKIPPED_NAMES = {".awrsr.lock", "best.ckpt", "last.ckpt"}  # the lock stays; the checkpoints are added apart
+RETURNED, LAST_PACK = ".returned", ".packed-last"  # under the root: runs earlier calls brought back; this pack's
 
 
 @dataclass
@@ -93,13 +96,16 @@ def snapshot(run_dir: Path, root: Path, tries: int = 3, wait_s: float = 2.0) -> 
     return None
 
 
-def plan_files(runs: list[PartialRun], file_limit: int, max_files: int, budget: int) -> tuple[list[list[PartialRun]], list[PartialRun]]:
+def plan_files(
+    runs: list[PartialRun], file_limit: int, max_files: int, budget: int, returned: frozenset[str] = frozenset(),
+) -> tuple[list[list[PartialRun]], list[PartialRun]]:
     """Runs into at most ``max_files`` bins of at most ``file_limit`` bytes, ``budget`` in all;
-    most-trained first, each into the first bin it fits. Returns the bins and the runs left out."""
+    those not ``returned`` before first, then most-trained first, each into the first bin it fits.
+    Returns the bins and the runs left out."""
     bins: list[list[PartialRun]] = []
     left_out: list[PartialRun] = []
     total = 0  # bytes of every bin so far, closing blocks included
-    for run in sorted(runs, key=lambda r: (-r.epochs, str(r.path))):
+    for run in sorted(runs, key=lambda r: (str(r.path) in returned, -r.epochs, str(r.path))):
         target = next((b for b in bins if sum(r.size for r in b) + run.size + TAR_END <= file_limit), None)
         cost = run.size + (TAR_END if target is None else 0)
         if (target is None and (len(bins) == max_files or run.size + TAR_END > file_limit)) or total + cost > budget:
@@ -132,7 +138,11 @@ def pack(root: Path, out_dir: Path, file_limit: int, max_files: int, budget: int
     for run_dir in unfinished_runs(root):
         run = snapshot(run_dir, root)
         (runs if run is not None else unsettled).append(run or run_dir.relative_to(root))
-    bins, left_out = plan_files(runs, file_limit, max_files, budget)
+    returned = root / RETURNED
+    bins, left_out = plan_files(
+        runs, file_limit, max_files, budget, frozenset(returned.read_text().split()) if returned.is_file() else frozenset(),
+    )
+    (root / LAST_PACK).write_text("".join(f"{r.path}\n" for group in bins for r in group))
     written = []
     for i, group in enumerate(bins, 1):
         write_tar(group, out := out_dir / f"{prefix}-{i}.tar")
