@@ -215,6 +215,8 @@ def test_a_run_cut_off_on_a_gpu_comes_back_packed_and_finishes_on_the_cpu_as_if_
 
 
 def test_a_checkpoint_being_written_is_left_for_the_next_pack(tmp_path):
+    import shutil
+
     from rich.console import Console
 
     from awrsr.workflows import fit
@@ -236,8 +238,6 @@ def test_a_checkpoint_being_written_is_left_for_the_next_pack(tmp_path):
 
     # A second call of the lease brings back first what the first call had no room for.
     torch.save(best, checkpoints / "best.ckpt")
-    import shutil
-
     shutil.copytree(run_dir, root / "cmp" / "simp" / "seed-7")
     (root / ".returned").write_text("cmp/none/seed-7\n")
     size = pack_partial.snapshot(run_dir, root).size

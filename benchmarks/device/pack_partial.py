@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 import tarfile
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+from awrsr.files import write_atomic  # noqa: E402
 
 MIB = 1024 * 1024
 # tar's own bytes: a 512-byte header per member, data padded to 512 bytes, and the closing blocks
@@ -119,16 +121,16 @@ def plan_files(
 
 
 def write_tar(runs: list[PartialRun], out: Path) -> None:
-    """An uncompressed tar of ``runs``, written beside ``out`` and renamed (a reader sees all or nothing)."""
-    with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", delete=False) as handle:
-        with tarfile.open(fileobj=handle, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+    """An uncompressed tar of ``runs``, written atomically (a reader sees all of it or none)."""
+    def write(temporary: Path) -> None:
+        with tarfile.open(temporary, mode="w", format=tarfile.USTAR_FORMAT) as tar:
             for run in runs:
                 for name, data in run.files.items():
                     info = tarfile.TarInfo(name)
                     info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
                     tar.addfile(info, io.BytesIO(data))
-    os.chmod(handle.name, 0o644)  # a temporary file is the owner's alone
-    os.replace(handle.name, out)
+
+    write_atomic(out, write)
 
 
 def pack(root: Path, out_dir: Path, file_limit: int, max_files: int, budget: int, prefix: str = "gpu-partial") -> list[Path]:
@@ -136,8 +138,10 @@ def pack(root: Path, out_dir: Path, file_limit: int, max_files: int, budget: int
     of an earlier pack. Prints what was packed and what was not."""
     runs, unsettled = [], []
     for run_dir in unfinished_runs(root):
-        run = snapshot(run_dir, root)
-        (runs if run is not None else unsettled).append(run or run_dir.relative_to(root))
+        if (run := snapshot(run_dir, root)) is not None:
+            runs.append(run)
+        else:
+            unsettled.append(run_dir.relative_to(root))
     returned = root / RETURNED
     bins, left_out = plan_files(
         runs, file_limit, max_files, budget, frozenset(returned.read_text().split()) if returned.is_file() else frozenset(),
