@@ -451,3 +451,33 @@ def test_running_out_of_memory_is_one_line_naming_what_to_shrink(tmp_path, capsy
         from awrsr.cli import main
 
         main(["fit", "--output_dir", str(tmp_path / "r")])
+
+
+def test_ids_and_paths_with_brackets_are_data_not_markup_or_patterns(tmp_path, capsys, monkeypatch):
+    # rich reads "[red]" as a style and "[/x]" as a closing tag (an error): ids and paths are data
+    monkeypatch.setenv("COLUMNS", "500")  # long temporary paths on one line
+    folder = tmp_path / "[v2]"
+    folder.mkdir()
+    odd = ["[red]", "[/x]", "[new] widget"]
+    items = odd + [f"i{j}" for j in range(9)]
+    rows = [f"u{user},{items[(user + step) % len(items)]}" for user in range(30) for step in range(8)]
+    (folder / "log.csv").write_text("user_id,item_id\n" + "\n".join(rows) + "\n")
+    run = folder / "run"
+    code, out, err = run_cli(
+        capsys, "fit", "--data.path", str(folder / "log.csv"), "--data.min_user_interactions", "0",
+        "--data.min_item_interactions", "0", "--model.max_len", "8", "--model.hidden_size", "8",
+        "--model.num_blocks", "1", "--train.max_epochs", "1", "--train.progress_bar", "false", "--output_dir", str(run),
+    )
+    assert code == 0, err
+    assert f"saved to {run}" in out, out
+    code, out, err = run_cli(capsys, "recommend", str(run), "--history", "i1", "--k", "20")
+    assert code == 0, err
+    assert all(f" {item} " in out for item in odd), out  # each in its table cell
+    code, out, err = run_cli(capsys, "recommend", str(run), "--history", '["[/zz]", "i1"]', "--ignore_unknown", "true")
+    assert code == 0 and "left out 1 id(s) the model does not know: [/zz]" in err, err
+    (folder / "new.csv").write_text("user_id,item_id\n[/u],unknown\nu1,i2\n")
+    code, out, err = run_cli(capsys, "recommend", str(run), "--input", str(folder / "new.csv"), "--ignore_unknown", "true",
+                             "--output", str(folder / "recs[1].csv"))
+    assert code == 0 and f"-> {folder / 'recs[1].csv'}" in err and "no item the model knows and got none: [/u]" in err, err
+    code, out, err = run_cli(capsys, "plot", str(run))  # reads the run's tables from a folder named like a glob
+    assert code == 0 and (run / "figures").is_dir(), err

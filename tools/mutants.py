@@ -171,8 +171,8 @@ MUTANTS = [
            'examples = ", ".join(repr(x) for x in unknown_items[:5])', "tests/infer/test_batch.py",
            "more than five unknown ids end the examples with ..."),
     Mutant("M43", "src/awrsr/experiments/tune.py",
-           '                    console.print(f"[yellow]skipped {params}: {err}[/yellow]")\n                    done.add(run_dir.name)\n',
-           '                    console.print(f"[yellow]skipped {params}: {err}[/yellow]")\n',
+           '                    console.print(f"[yellow]skipped {escape(str(params))}: {escape(str(err))}[/yellow]")\n                    done.add(run_dir.name)\n',
+           '                    console.print(f"[yellow]skipped {escape(str(params))}: {escape(str(err))}[/yellow]")\n',
            "tests/experiments/test_tune_selection.py", "a skipped trial is not trained again in tune's second pass"),
     Mutant("M44", "src/awrsr/experiments/tune.py", "trials = random.Random(sample_seed).sample(trials, max_trials)",
            "trials = random.Random(0).sample(trials, max_trials)", "tests/experiments/test_tune_selection.py",
@@ -791,6 +791,11 @@ MUTANTS = [
     Mutant("M314", "benchmarks/device/pack_partial.py", "sorted(runs, key=lambda r: (str(r.path) in returned, -r.epochs, str(r.path)))", "sorted(runs, key=lambda r: (str(r.path) in returned, str(r.path)))", "tests/test_benchmark_scripts.py", "the most-trained runs are packed first"),
     Mutant("M315", "benchmarks/device/pack_partial.py", 'SKIPPED_NAMES = {".awrsr.lock", "best.ckpt", "last.ckpt"}', 'SKIPPED_NAMES = {"best.ckpt", "last.ckpt"}', "tests/test_benchmark_scripts.py", "a worker's run lock does not travel with its packed run"),
     Mutant("M316", "benchmarks/device/pack_partial.py", "frozenset(returned.read_text().split()) if returned.is_file() else frozenset(),", "frozenset(),", "tests/test_benchmark_scripts.py", "a lease's second call brings back first the runs the first call had no room for"),
+    Mutant("M317", "src/awrsr/infer/recommender.py", 'drop_duplicate_ids(as_history(history, f"histories[{i}]"), self.duplicates) for i, history', 'as_history(history, f"histories[{i}]") for i, history', "tests/infer/test_batch.py", "a history is read with the model's duplicates policy, as its training data was"),
+    Mutant("M318", "src/awrsr/infer/batch.py", "read_user_histories(source, replace(data, duplicates=recommender.duplicates), recommender.vocab, unknown)", "read_user_histories(source, data, recommender.vocab, unknown)", "tests/infer/test_batch.py", "a log is read with the model's duplicates policy, whatever the DataConfig given says"),
+    Mutant("M319", "src/awrsr/infer/server.py", '        return value.encode("utf-8", "backslashreplace").decode("utf-8")', "        return value", "tests/infer/test_server.py", "a lone surrogate in a request is a 422, not a 500"),
+    Mutant("M320", "src/awrsr/cli.py", "table.add_row(str(rank), escape(str(rec.item)),", "table.add_row(str(rank), str(rec.item),", "tests/test_cli.py", "an item id like [/x] prints as it is, not as rich markup"),
+    Mutant("M321", "src/awrsr/data/tabular.py", "schema_overrides=ids, glob=False)", "schema_overrides=ids)", "tests/test_cli.py", "a data file in a folder named [v2] is read, not taken for a glob pattern"),
 ]
 
 

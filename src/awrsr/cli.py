@@ -158,6 +158,7 @@ def recommend(
         num_threads: CPU threads for torch (default: torch's, every core), e.g. 1 beside other jobs.
     """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from awrsr.infer import Recommender
@@ -189,7 +190,7 @@ def recommend(
     unknown = [x for x in items if x not in recommender.vocab]  # left out with --ignore_unknown
     if unknown:
         shown = ", ".join(map(str, unknown[:10])) + (", ..." if len(unknown) > 10 else "")
-        Console(stderr=True).print(f"[yellow]left out {len(unknown)} id(s) the model does not know: {shown}[/yellow]")
+        Console(stderr=True).print(f"[yellow]left out {len(unknown)} id(s) the model does not know: {escape(shown)}[/yellow]")
     if json_output:
         print(json.dumps([{"item": r.item, "score": r.score} for r in recs]))
         return
@@ -198,7 +199,7 @@ def recommend(
     table.add_column("item")
     table.add_column("score", justify="right")
     for rank, rec in enumerate(recs, 1):
-        table.add_row(str(rank), str(rec.item), f"{rec.score:.4f}")
+        table.add_row(str(rank), escape(str(rec.item)), f"{rec.score:.4f}")  # an id like "[red]" is no markup
     Console().print(table)
     if len(recs) < k:  # as for --input: say why the list is short
         Console(stderr=True).print(
@@ -216,6 +217,7 @@ def _recommend_log(
     exclude: list, device: str, reading: dict, batch_size: int,
 ) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
     from awrsr.infer import Recommender, load_artifact
     from awrsr.infer.artifact import recorded_data_file
@@ -234,13 +236,13 @@ def _recommend_log(
         sys.stdout.write(result.frame.write_csv())
     console = Console(stderr=True)
     served = result.frame.get_column("user").n_unique()
-    console.print(f"top {min(k, len(loaded.vocab))} for {_users(served)} ({result.frame.height:,} rows) -> {output or 'standard output'}")
+    console.print(f"top {min(k, len(loaded.vocab))} for {_users(served)} ({result.frame.height:,} rows) -> {escape(output or 'standard output')}")
     if served < result.users:
         console.print(f"[yellow]{_users(result.users - served)} had every item seen or excluded and got none[/yellow]")
     if result.skipped_users:
         examples = ", ".join(map(str, result.skipped_users[:5])) + (", ..." if len(result.skipped_users) > 5 else "")
         has = "has" if len(result.skipped_users) == 1 else "have"
-        console.print(f"[yellow]{_users(len(result.skipped_users))} {has} no item the model knows and got none: {examples}[/yellow]")
+        console.print(f"[yellow]{_users(len(result.skipped_users))} {has} no item the model knows and got none: {escape(examples)}[/yellow]")
     if result.unknown_interactions:
         console.print(
             f"[yellow]left out {result.unknown_interactions:,} interactions with {len(result.unknown_items):,} "

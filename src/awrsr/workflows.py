@@ -22,6 +22,7 @@ import torch
 import yaml
 from filelock import Timeout
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from torch import Tensor
 
@@ -68,7 +69,7 @@ class FitResult:
     @property
     def history(self) -> pl.DataFrame:
         """One row per epoch: training loss and gradient norm, validation metrics, seconds."""
-        return pl.read_csv(self.run_dir / HISTORY_FILE)
+        return pl.read_csv(self.run_dir / HISTORY_FILE, glob=False)
 
 
 def metric_names(ks: list[int]) -> list[str]:
@@ -296,7 +297,7 @@ def _fit(
         shown["popularity (valid)"] = popularity_results["valid"]
     print_results(console, shown, evaluation.ks, title=f"{model.label} on {dataset.stats.source}")
     epochs = outcome.epochs_trained
-    console.print(f"saved to {run_dir}  ({epochs} epoch{'s' * (epochs != 1)}, {outcome.train_seconds:.1f} s)")
+    console.print(f"saved to {escape(str(run_dir))}  ({epochs} epoch{'s' * (epochs != 1)}, {outcome.train_seconds:.1f} s)")
     return FitResult(run_dir, metrics)
 
 

@@ -364,3 +364,46 @@ def test_a_log_is_read_with_the_training_duplicates_policy(policy, expected):
     log = pl.DataFrame({"user_id": ["u"] * 4, "item_id": [3, 3, 7, 3]})
     read = read_user_histories(log, DataConfig(duplicates=policy), Vocabulary([3, 7]))
     assert read.histories.to_lists() == expected
+
+
+def _run_with_duplicates_policy(trained_run, tmp_path, policy):
+    """A copy of the shared run whose config says it was trained with ``policy`` (as
+    ``awrsr fit --data.duplicates POLICY`` stores it; the weights do not depend on it here)."""
+    run = tmp_path / f"run-{policy}"
+    shutil.copytree(trained_run.run_dir, run)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["data"]["duplicates"] = policy
+    (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return run
+
+
+@pytest.mark.parametrize(
+    ("policy", "read_as"), [("keep", [3, 3, 7, 3, 9]), ("consecutive", [3, 7, 3, 9]), ("first", [3, 7, 9])]
+)
+def test_every_path_reads_a_history_with_the_models_duplicates_policy(trained_run, tmp_path, capsys, policy, read_as):
+    history = [3, 3, 7, 3, 9]
+    keeping = Recommender.load(trained_run.run_dir)
+    expected = keeping.recommend(read_as, k=5)
+    if policy != "keep":  # the policy changes the answer, so each check below can fail
+        assert [r.score for r in keeping.recommend(history, k=5)] != pytest.approx([r.score for r in expected])
+    run = _run_with_duplicates_policy(trained_run, tmp_path, policy)
+    rec = Recommender.load(run)
+    assert rec.duplicates == policy
+    for got in (rec.recommend(history, k=5), rec.recommend_many([history, [3]], k=5)[0]):
+        assert [r.item for r in got] == [r.item for r in expected]
+        assert [r.score for r in got] == pytest.approx([r.score for r in expected], abs=1e-5)
+    assert rec.attention(history).items == read_as
+    # a log: the model's policy, whatever the DataConfig given says (here its default, keep)
+    log = pl.DataFrame({"user_id": ["u"] * len(history), "item_id": history})
+    frame = recommend_log(rec, log, DataConfig(), k=5).frame
+    assert frame.get_column("item").to_list() == [r.item for r in expected]
+    code, out, _ = run_cli(capsys, "recommend", str(run), "--history", "3,3,7,3,9", "--k", "5", "--json_output", "true")
+    assert code == 0 and [r["item"] for r in json.loads(out)] == [r.item for r in expected]
+
+
+def test_an_unknown_duplicates_policy_in_an_artifact_names_the_field(trained_run, tmp_path, capsys):
+    run = _run_with_duplicates_policy(trained_run, tmp_path, "last")
+    code, _, err = run_cli(capsys, "recommend", str(run), "--history", "3,7")
+    assert code == 2 and "config.yaml: data.duplicates must be one of keep, first, consecutive, got 'last'" in err, err
+    with pytest.raises(ConfigError, match="duplicates must be one of keep, first, consecutive, got 'last'"):
+        Recommender(Recommender.load(trained_run.run_dir).model, Vocabulary(list(range(1, 51))), 20, duplicates="last")

@@ -68,6 +68,24 @@ def test_non_finite_json_numbers_are_422_not_500(client, body):
     assert {"inf", "-inf", "nan"} & {str(error.get("input")) for error in answer.json()["detail"]}
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        r'{"history": [1], "k": "\ud800"}',
+        r'{"history": [["\ud800"]], "k": 3}',
+        r'{"history": [1], "\ud800": 1}',
+        r'{"history": [1], "k": 3, "exclude": [{"\ud800": 1}]}',
+        r'{"history": ["\ud800"], "k": 3}',
+    ],
+)
+def test_a_lone_surrogate_is_422_not_500(client, body):
+    # JSON may spell one ("\ud800"), Python's parser reads it, and UTF-8 cannot encode it: echoed
+    # back in the 422 answer (an input or a key) it failed as a 500
+    answer = client.post("/recommend", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    assert "\\ud800" in answer.text
+
+
 def test_excluded_items_are_left_out(client):
     full = client.post("/recommend", json={"history": [1, 2, 3], "k": 6}).json()["items"]
     blocked = [full[0]["item"], full[1]["item"]]
@@ -219,3 +237,22 @@ def test_serve_listens_where_it_says_and_serves_the_run_given(trained_run, capsy
     if code == 2 and "cannot listen on ::1" in err:
         pytest.skip("this machine has no IPv6 loopback")
     assert code == 0 and out.startswith(f"serving {trained_run.run_dir} on http://[::1]:{served[-1][1][1]} "), err
+
+
+def test_the_service_reads_a_history_with_the_models_duplicates_policy(trained_run, tmp_path):
+    import shutil
+
+    import yaml
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["data"]["duplicates"] = "consecutive"  # as awrsr fit --data.duplicates consecutive stores it
+    (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    expected = Recommender.load(trained_run.run_dir).recommend([3, 7, 3, 9], k=5)
+    service = TestClient(create_app(run))
+    single = service.post("/recommend", json={"history": [3, 3, 7, 3, 9], "k": 5}).json()["items"]
+    batch = service.post("/recommend/batch", json={"histories": [[3, 3, 7, 3, 9]], "k": 5}).json()["results"][0]["items"]
+    for items in (single, batch):
+        assert [i["item"] for i in items] == [r.item for r in expected]
+        assert [i["score"] for i in items] == pytest.approx([r.score for r in expected], abs=1e-5)

@@ -1,11 +1,13 @@
 """Interaction frame -> chronological, de-duplicated, k-core filtered, integer-indexed sequences.
 
 All steps are polars expressions over the whole frame; the only Python loop is over k-core rounds.
+``drop_duplicate_ids`` applies the same duplicates policy to one history given to a trained model.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 import polars as pl
@@ -42,6 +44,26 @@ def drop_duplicates(frame: pl.DataFrame, policy: str) -> pl.DataFrame:
     if policy == "consecutive":
         repeat = (pl.col("user") == pl.col("user").shift(1)) & (pl.col("item") == pl.col("item").shift(1))
         return frame.filter(~repeat.fill_null(False))
+    raise ValueError(f"unknown duplicates policy {policy!r}")
+
+
+def drop_duplicate_ids(history: Sequence[Any], policy: str) -> Sequence[Any]:
+    """One user's item ids (oldest first) under the duplicates policy, as ``drop_duplicates``
+    treats a user's interactions, so that a history given to a model reads as its training data
+    did (``keep``: ``history`` itself). Ids compare by their text, as the vocabulary keys them
+    (7 and "7" are one item).
+
+    >>> drop_duplicate_ids([3, 3, 7, 3], "consecutive"), drop_duplicate_ids([3, 3, 7, 3], "first")
+    ([3, 7, 3], [3, 7])
+    """
+    if policy == "keep":
+        return history
+    keys = [str(x) for x in history]
+    if policy == "first":
+        seen: set[str] = set()
+        return [x for x, key in zip(history, keys) if not (key in seen or seen.add(key))]
+    if policy == "consecutive":
+        return [x for i, (x, key) in enumerate(zip(history, keys)) if i == 0 or key != keys[i - 1]]
     raise ValueError(f"unknown duplicates policy {policy!r}")
 
 

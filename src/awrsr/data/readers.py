@@ -130,10 +130,10 @@ def unused_time_columns(source: str | Path | Any, config: DataConfig) -> list[st
             path = user_path(source)
             fmt = detect_format(path) if config.format == "auto" else config.format
             if fmt == "parquet":
-                columns = pl.scan_parquet(path).collect_schema().names()
+                columns = pl.scan_parquet(path, glob=False).collect_schema().names()
             elif fmt in ("csv", "tsv") and config.has_header:
                 sep = config.separator or ("," if fmt == "csv" else "\t")
-                columns = pl.read_csv(path, n_rows=0, separator=sep, infer_schema=False).columns
+                columns = pl.read_csv(path, n_rows=0, separator=sep, infer_schema=False, glob=False).columns
             else:
                 return []
     except (pl.exceptions.PolarsError, OSError, ValueError):

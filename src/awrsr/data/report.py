@@ -15,7 +15,7 @@ def stats_table(stats: DatasetStats, fingerprint: Fingerprint) -> Table:
     table.add_column("statistic")
     table.add_column("value", overflow="fold")
     rows = [
-        ("source", stats.source),
+        ("source", escape(stats.source)),  # a path like runs/[v2]/x.csv is no markup
         ("users", f"{stats.users:,}"),
         ("items", f"{stats.items:,}"),
         ("interactions", f"{stats.interactions:,}"),

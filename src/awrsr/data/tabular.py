@@ -31,7 +31,7 @@ def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
     ``7.0``, not ``007`` or ``+7``); blank lines are skipped.
     """
     if fmt == "parquet":
-        return _from_columns(_read(path, fmt, lambda: pl.read_parquet(path)), config, str(path), None)
+        return _from_columns(_read(path, fmt, lambda: pl.read_parquet(path, glob=False)), config, str(path), None)
     sep = config.separator or ("," if fmt == "csv" else "\t")
     _check_line_endings(path)
     frame = _read(path, fmt, lambda: _read_text_table(path, sep, config), lambda: _first_bad_line(path, sep))
@@ -145,11 +145,12 @@ def _read_csv(path: Path, sep: str, config: DataConfig, quote_char: str | None) 
     # Ids as text: inferring integers would turn "007" into 7 and merge it with "7".
     ids = {config.user_col: pl.String, config.item_col: pl.String}
     # Infer types from every row: a string value after the first rows must not fail half-way.
-    options = dict(separator=sep, quote_char=quote_char, infer_schema_length=None, schema_overrides=ids)
+    # glob=False: a path is one file, and "[v2]" or "*" in it is part of its name, not a pattern
+    options = dict(separator=sep, quote_char=quote_char, infer_schema_length=None, schema_overrides=ids, glob=False)
     if config.has_header:
         return pl.read_csv(path, **options)
     # Name columns by position from 1 ourselves: polars' default names differ between versions.
-    width = pl.read_csv(path, separator=sep, quote_char=quote_char, has_header=False, n_rows=0).width
+    width = pl.read_csv(path, separator=sep, quote_char=quote_char, has_header=False, n_rows=0, glob=False).width
     names = [f"column_{i}" for i in range(1, width + 1)]
     return pl.read_csv(path, has_header=False, new_columns=names, **options)
 

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from rich.console import Console
+from rich.markup import escape
 
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
@@ -239,7 +240,7 @@ def run_compare(
         write_tables(records, table, tables_dir, label, references, base, length_edges, missing, console)
     if tables_dir != output_dir:
         console.print(
-            f"[yellow]printed, not written: {output_dir} holds a complete table (table.md), which this partial "
+            f"[yellow]printed, not written: {escape(str(output_dir))} holds a complete table (table.md), which this partial "
             "one would replace; ask for the variants and seeds it was made of to write it again[/yellow]"
         )
     return table
@@ -261,7 +262,7 @@ def write_tables(
     except (AwrsrError, OSError) as err:  # e.g. tabulating on a machine without the data file
         for stale in (output_dir / "by_length.md", output_dir / "by_length.csv"):  # never beside a newer table
             stale.unlink(missing_ok=True)
-        console.print(f"[yellow]no table by history length: {err}[/yellow]")
+        console.print(f"[yellow]no table by history length: {escape(str(err))}[/yellow]")
 
 
 def check_one_dataset_per_data_config(records: list[dict], resolved: Mapping[str, Mapping[str, Any]]) -> None:

@@ -43,7 +43,7 @@ def read_result_table(path: Path, columns: list[str], text: Sequence[str] = ()) 
     ArtifactError naming the file if it is empty, damaged or not ours. ``text`` columns are read
     as written (a variant named 1e-05 or 0.10 is a directory name, not a number)."""
     try:
-        table = pl.read_csv(path, schema_overrides={name: pl.Utf8 for name in text})
+        table = pl.read_csv(path, schema_overrides={name: pl.Utf8 for name in text}, glob=False)
     except (OSError, pl.exceptions.PolarsError) as err:
         raise ArtifactError(f"{path}: cannot read it as the CSV awrsr writes ({str(err).splitlines()[0]})") from None
     missing = [c for c in columns if c not in table.columns]

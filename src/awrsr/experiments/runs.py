@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Sequence
 import yaml
 from filelock import Timeout
 from rich.console import Console
+from rich.markup import escape
 
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.files import read_text
@@ -154,7 +155,7 @@ def run_or_reuse(
     except Timeout:
         if not wait:
             return None
-        console.print(f"[dim]{run_dir}: another process is training it; waiting for its result[/dim]")
+        console.print(f"[dim]{escape(str(run_dir))}: another process is training it; waiting for its result[/dim]")
         lock.acquire()
     try:
         resolved, metrics = finished_run(config, options, run_dir, fingerprints)  # it may have finished meanwhile
@@ -162,7 +163,7 @@ def run_or_reuse(
             return metrics
         resume = (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file()
         if resume:
-            console.print(f"[dim]{run_dir}: continuing the interrupted run from its last checkpoint[/dim]")
+            console.print(f"[dim]{escape(str(run_dir))}: continuing the interrupted run from its last checkpoint[/dim]")
         # No readable metrics.json and no checkpoint: whatever is there is a run that never finished.
         return fit(**{**resolved, "resume": resume, "overwrite": not resume}, console=console, print_test=print_test).metrics
     finally:

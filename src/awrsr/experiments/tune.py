@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 
 from awrsr.errors import ConfigError, TrainingDiverged, UnknownNameError
@@ -147,7 +148,7 @@ def run_tune(
                         fingerprints=fingerprints,
                     )
                 except (ConfigError, TrainingDiverged) as err:  # an impossible combination (e.g. 64 not divisible by 3 heads), or a learning rate too high
-                    console.print(f"[yellow]skipped {params}: {err}[/yellow]")
+                    console.print(f"[yellow]skipped {escape(str(params))}: {escape(str(err))}[/yellow]")
                     done.add(run_dir.name)
                     progress.advance(task)
                     continue
@@ -168,5 +169,5 @@ def run_tune(
     best = rows[0]
     write_text_atomic(output_dir / "best.yaml", (output_dir / best["trial"] / "config.yaml").read_text())
     console.print(f"best trial {best['trial']}: valid {best['monitor']} = {best['valid']:.4f} with "
-                  + ", ".join(f"{k}={best[k]}" for k in space))
+                  + ", ".join(f"{k}={best[k]}" for k in space), markup=False)
     return best

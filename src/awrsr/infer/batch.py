@@ -13,7 +13,7 @@ whole history, exactly as ``Recommender.recommend`` would give them one by one.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
@@ -102,13 +102,15 @@ def recommend_log(
     unknown: Literal["error", "ignore"] = "error", exclude: Iterable[Any] = (), batch_size: int = 1024,
 ) -> LogRecommendations:
     """The top-k next items for every user of the log ``source`` (see ``read_user_histories``),
-    as a long table: user, rank, item, score."""
+    as a long table: user, rank, item, score. The log is read with ``data``'s format and columns
+    and the model's own duplicates policy (``recommender.duplicates``, whatever ``data`` says),
+    as ``Recommender.recommend`` reads a history."""
     exclude = check_exclude(exclude)  # before the log is read
     check_k(k)
     check_flag(exclude_seen, "exclude_seen")
     if not isinstance(data, DataConfig):
         raise TypeError(f"data must be a DataConfig (how to read the log), got {type(data).__name__}")
-    read = read_user_histories(source, data, recommender.vocab, unknown)
+    read = read_user_histories(source, replace(data, duplicates=recommender.duplicates), recommender.vocab, unknown)
     cols, scores = recommender.top_k(read.histories, k, exclude_seen, exclude, batch_size)
     kept = np.isfinite(scores)  # -inf: fewer than k items were left to recommend
     row_of, rank_of = np.nonzero(kept)  # row-major: users in log order, each best first

@@ -5,16 +5,18 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AbstractSet, Iterable, Literal, Mapping, NamedTuple, Sequence
+from typing import AbstractSet, Iterable, Literal, Mapping, NamedTuple, Sequence, get_args
 
 import numpy as np
 import torch
 from torch import nn
 
 from awrsr.data import Sequences, Vocabulary
-from awrsr.errors import ConfigError, UnknownItemError
+from awrsr.data.config import Duplicates
+from awrsr.data.preprocess import drop_duplicate_ids
+from awrsr.errors import ArtifactError, ConfigError, UnknownItemError
 from awrsr.eval import mask_items
-from awrsr.infer.artifact import LoadedArtifact, load_artifact
+from awrsr.infer.artifact import CONFIG_FILE, LoadedArtifact, load_artifact
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -70,13 +72,23 @@ class Recommender:
     >>> rec = Recommender.load("runs/sasrec-ml-1m")  # doctest: +SKIP
     >>> rec.recommend([1193, 661, 914], k=3)  # doctest: +SKIP
     [Recommendation(item=2355, score=7.1), ...]
+
+    ``duplicates`` is the policy the model's training data was read with (``data.duplicates``;
+    ``from_artifact`` takes the run's): every history it scores is read the same way, so that
+    ``a a b`` means to a model trained with ``consecutive`` what ``a b`` meant in training.
     """
 
-    def __init__(self, model: nn.Module, vocab: Vocabulary, max_len: int, device: str | torch.device = "cpu") -> None:
+    def __init__(
+        self, model: nn.Module, vocab: Vocabulary, max_len: int, device: str | torch.device = "cpu",
+        duplicates: Duplicates = "keep",
+    ) -> None:
+        if duplicates not in get_args(Duplicates):
+            raise ConfigError(f"duplicates must be one of {', '.join(get_args(Duplicates))}, got {duplicates!r}")
         self.device = resolve_device(device)
         self.model = model.to(self.device).eval()
         self.vocab = vocab
         self.max_len = max_len
+        self.duplicates = duplicates
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu", max_len: int | None = None) -> "Recommender":
@@ -87,8 +99,16 @@ class Recommender:
 
     @classmethod
     def from_artifact(cls, artifact: LoadedArtifact, device: str | torch.device = "cpu") -> "Recommender":
-        """The recommender of an artifact already loaded (``awrsr.infer.load_artifact``)."""
-        return cls(artifact.model, artifact.vocab, artifact.model_config.max_len, device=device)
+        """The recommender of an artifact already loaded (``awrsr.infer.load_artifact``), reading
+        histories with the duplicates policy the run was trained with."""
+        data = artifact.config.get("data")
+        duplicates = data.get("duplicates", "keep") if isinstance(data, dict) else "keep"
+        if duplicates not in get_args(Duplicates):
+            raise ArtifactError(
+                f"{artifact.directory / CONFIG_FILE}: data.duplicates must be one of "
+                f"{', '.join(get_args(Duplicates))}, got {duplicates!r}"
+            )
+        return cls(artifact.model, artifact.vocab, artifact.model_config.max_len, device=device, duplicates=duplicates)
 
     def recommend(
         self, history: Sequence[int | str], k: int = 10, exclude_seen: bool = True,
@@ -122,7 +142,9 @@ class Recommender:
         exclude = check_exclude(exclude)  # also when no history is left to score
         check_k(k)
         check_flag(exclude_seen, "exclude_seen")
-        histories = [as_history(history, f"histories[{i}]") for i, history in enumerate(histories)]
+        histories = [
+            drop_duplicate_ids(as_history(history, f"histories[{i}]"), self.duplicates) for i, history in enumerate(histories)
+        ]
         encoded, kept = [], []
         for i, history in enumerate(histories):
             where = f"histories[{i}]: " if len(histories) > 1 else ""
@@ -151,7 +173,7 @@ class Recommender:
         the last ``max_len`` items are read (BERT4Rec: ``max_len - 1`` and its [mask]); unknown
         ids as in ``recommend``."""
         check_unknown(unknown)
-        history = as_history(history)
+        history = drop_duplicate_ids(as_history(history), self.duplicates)
         if not len(history):
             raise ConfigError("a history needs at least one item id")
         if unknown == "ignore" and not any(x in self.vocab for x in history):

@@ -91,12 +91,15 @@ def public_dataset_record(dataset: Any) -> Any:
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` with its non-finite floats as strings ("nan", "inf"): Python's JSON parser reads
-    NaN, Infinity and 1e400 in a request, and echoing them in a 422 answer would fail as a 500."""
+    """``value`` with its non-finite floats as strings ("nan", "inf") and its lone surrogates
+    escaped (``"\\ud800"``): Python's JSON parser reads NaN, Infinity, 1e400 and ``"\\ud800"`` in
+    a request, and echoing them in a 422 answer would fail as a 500 (neither is JSON or UTF-8)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, dict):
-        return {key: json_safe(item) for key, item in value.items()}
+        return {json_safe(key): json_safe(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(item) for item in value]
     return value
@@ -124,13 +127,13 @@ def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
     if FastAPI is None:
         raise ConfigError("awrsr serve needs FastAPI and uvicorn: pip install 'awrsr[serve]'")
     artifact = load_artifact(artifact_dir)
-    recommender = Recommender(artifact.model, artifact.vocab, artifact.model_config.max_len, device=device)
+    recommender = Recommender.from_artifact(artifact, device=device)
     scoring = anyio.CapacityLimiter(1)  # one scoring at a time; waiting requests hold no thread
     app = FastAPI(title="awrsr", description=f"next-item recommendations from the model {artifact.directory.name}")
 
     @app.exception_handler(AwrsrError)
     async def user_error(request: Request, err: AwrsrError) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": str(err)})
+        return JSONResponse(status_code=422, content={"detail": json_safe(str(err))})
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:

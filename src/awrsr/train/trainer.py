@@ -205,7 +205,7 @@ def keep_earlier_log(log_path: Path, kept_path: Path, epochs: int) -> None:
     """Set aside the log rows of the first ``epochs`` epochs before Lightning's logger deletes the
     log: those already set aside by an earlier interrupted resume plus the current log's, without
     the rows of epochs after the checkpoint (they will be trained and logged again)."""
-    frames = [pl.read_csv(path) for path in (kept_path, log_path) if path.is_file()]
+    frames = [pl.read_csv(path, glob=False) for path in (kept_path, log_path) if path.is_file()]
     if frames:
         rows = pl.concat(frames, how="diagonal_relaxed").unique(maintain_order=True)
         rows.filter(pl.col("epoch") < epochs).write_csv(kept_path)
@@ -213,7 +213,7 @@ def keep_earlier_log(log_path: Path, kept_path: Path, epochs: int) -> None:
 
 def merge_logs(kept_path: Path, log_path: Path) -> None:
     """Put the set-aside rows back in front of the resumed session's log."""
-    frames = [pl.read_csv(path) for path in (kept_path, log_path) if path.is_file()]
+    frames = [pl.read_csv(path, glob=False) for path in (kept_path, log_path) if path.is_file()]
     if frames:
         pl.concat(frames, how="diagonal_relaxed").write_csv(log_path)
     kept_path.unlink(missing_ok=True)
@@ -221,7 +221,7 @@ def merge_logs(kept_path: Path, log_path: Path) -> None:
 
 def write_epoch_history(log_path: Path, history_path: Path) -> Path:
     """Merge Lightning's CSV rows into one row per epoch (training loss, times, validation)."""
-    log = pl.read_csv(log_path)
+    log = pl.read_csv(log_path, glob=False)  # a run directory may be named runs/[v2]: no pattern
     history = (
         log.drop("step")
         .group_by("epoch", maintain_order=True)
