@@ -571,8 +571,8 @@ MUTANTS = [
     Mutant("M225", "src/awrsr/data/tabular.py", "return series.min() >= -(2**63) and series.max() < 2**63",
            "return series.min() >= -(2**63) and series.max() <= 2**63", "tests/data/test_data_tabular.py",
            "a UInt64 id of 2**63 stays exact as text"),
-    Mutant("M226", "src/awrsr/data/tabular.py", "    if dtype.is_nested() or dtype == pl.Boolean:\n",
-           "    if dtype.is_nested():\n", "tests/data/test_data_tabular.py",
+    Mutant("M226", "src/awrsr/data/tabular.py", "    if dtype.is_nested() or dtype in (pl.Boolean, pl.Object):\n",
+           "    if dtype.is_nested() or dtype == pl.Object:\n", "tests/data/test_data_tabular.py",
            "boolean ids are refused"),
     Mutant("M227", "src/awrsr/data/tabular.py", "missing = next(name for name in wanted if name not in existing)",
            "missing = wanted[0]", "tests/data/test_data_tabular.py",
@@ -796,6 +796,12 @@ MUTANTS = [
     Mutant("M319", "src/awrsr/infer/server.py", '        return value.encode("utf-8", "backslashreplace").decode("utf-8")', "        return value", "tests/infer/test_server.py", "a lone surrogate in a request is a 422, not a 500"),
     Mutant("M320", "src/awrsr/cli.py", "table.add_row(str(rank), escape(str(rec.item)),", "table.add_row(str(rank), str(rec.item),", "tests/test_cli.py", "an item id like [/x] prints as it is, not as rich markup"),
     Mutant("M321", "src/awrsr/data/tabular.py", "schema_overrides=ids, glob=False)", "schema_overrides=ids)", "tests/test_cli.py", "a data file in a folder named [v2] is read, not taken for a glob pattern"),
+    Mutant("M322", "src/awrsr/data/readers.py", "    if not path.is_file():  # its first bytes", "    if False:  # its first bytes", "tests/data/test_data_tabular.py", "a pipe is refused, not read without the bytes the format check took"),
+    Mutant("M323", "src/awrsr/data/tabular.py", "    if dtype == pl.Binary:  # text stored as bytes", "    if False:  # text stored as bytes", "tests/data/test_data_tabular.py", "Parquet ids stored as bytes that are not UTF-8 are an error naming the row, not a traceback"),
+    Mutant("M324", "src/awrsr/data/tabular.py", 'values = values.astype(f"{values.dtype.str[1]}8[us]")', "pass", "tests/data/test_data_tabular.py", "a pandas datetime64[s] time column is read, not a polars traceback"),
+    Mutant("M325", "src/awrsr/data/config.py", '        if self.separator == "\\\\t":', '        if False:', "tests/data/test_data_tabular.py", "data.separator '\\t', as the wrong-separator hint writes it, is a tab"),
+    Mutant("M326", "src/awrsr/data/tabular.py", "    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):", "    if False:", "tests/data/test_data_tabular.py", "a UTF-16 table is named as UTF-16, not read as garbled column names"),
+    Mutant("M327", "src/awrsr/data/tabular.py", "        if lone and not quoting:", "        if False:", "tests/data/test_data_tabular.py", "a lone carriage return inside a table is named with its line"),
 ]
 
 

@@ -590,3 +590,79 @@ def test_a_headerless_file_names_the_column_that_is_missing(tmp_path):
     path.write_text("user_id,7\n1,8\n")
     with pytest.raises(DataError, match=r"events\.csv: no column 'item_id': the first line 'user_id,7' looks like data"):
         read_interactions(path, DataConfig())
+
+
+# --- found by the data review of session 34 ----------------------------------------------------
+
+
+def test_a_pipe_is_refused_not_read_in_part(tmp_path):
+    # the format and compression checks read its first bytes, which the reader then never saw
+    import os
+    import threading
+
+    fifo = tmp_path / "events.txt"
+    os.mkfifo(fifo)
+
+    done = threading.Event()
+
+    def feed() -> None:  # a writer for each of a reader's opens, so that a reader gets data and an end, never hangs
+        for _ in range(8):
+            if done.is_set():
+                return
+            try:
+                with open(fifo, "wb") as pipe:
+                    pipe.write(b"1 10 11 12\n" * 20000)
+            except OSError:  # the reader closed before reading it all
+                pass
+
+    threading.Thread(target=feed, daemon=True).start()
+    try:
+        with pytest.raises(DataError, match=r"events\.txt: is not a regular file \(a pipe or a device can be read only once\)"):
+            read_interactions(fifo, DataConfig())
+    finally:
+        done.set()
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets the writer's waiting open return
+
+
+def test_parquet_ids_stored_as_bytes_are_text_if_utf8(tmp_path):
+    path = tmp_path / "events.parquet"
+    pl.DataFrame({"user_id": [b"u1"] * 3, "item_id": [b"a", b"\xc3\xa9t\xc3\xa9", b"c"]}).write_parquet(path)
+    assert read_interactions(path, DataConfig())["item"].to_list() == ["a", "été", "c"]
+    pl.DataFrame({"user_id": [b"u1"] * 3, "item_id": [b"a", b"\xe9t\xe9", b"c"]}).write_parquet(path)
+    with pytest.raises(DataError, match=r"events\.parquet: row 1 \(0-based\): column 'item_id' \(data.item_col\) holds bytes that are not UTF-8"):
+        read_interactions(path, DataConfig())
+    frame = pl.DataFrame({"user_id": [1, 1], "item_id": pl.Series([object(), object()], dtype=pl.Object)})
+    with pytest.raises(DataError, match=r"column 'item_id' \(data.item_col\) has type Object; ids must be"):
+        read_interactions(frame, DataConfig())
+
+
+def test_pandas_times_in_seconds_or_days_keep_their_order():
+    pd = pytest.importorskip("pandas")
+    import numpy as np
+
+    times = np.array(["2020-01-03T10:00:00", "2020-01-03T09:00:00", "2020-01-02T00:00:00"], dtype="datetime64[s]")
+    for unit in ("s", "D"):
+        frame = pd.DataFrame({"user_id": [1, 1, 1], "item_id": [10, 11, 12], "ts": pd.Series(times.astype(f"datetime64[{unit}]"))})
+        assert read_interactions(frame, DataConfig(time_col="ts")).sort("row")["timestamp"].is_not_null().all()
+        data = load_sequence_data(DataConfig(time_col="ts", min_user_interactions=0, min_item_interactions=0), frame=frame)
+        expected = [12, 11, 10] if unit == "s" else [12, 10, 11]  # by day, 10 and 11 tie and keep file order
+        assert sequences(data) == [expected]
+
+
+def test_a_tab_separator_may_be_written_as_backslash_t(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("user_id\titem_id\n1\t10\n1\t11\n")
+    with pytest.raises(DataError, match=r"set data.format tsv \(or data.separator '\\t'\)"):
+        read_interactions(path, DataConfig())
+    assert DataConfig(separator="\\t").separator == "\t"  # the hint, as typed: --data.separator '\t'
+    assert read_interactions(path, DataConfig(separator="\\t"))["item"].to_list() == [10, 11]
+
+
+def test_utf16_tables_and_lone_carriage_returns_inside_a_file_are_named(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_bytes("user_id,item_id\n1,10\n".encode("utf-16"))
+    with pytest.raises(DataError, match=r"events\.csv: is UTF-16 text; save it as UTF-8"):
+        read_interactions(path, DataConfig())
+    path.write_bytes(b"user_id,item_id\n1,10\r1,11\n2,20\n")
+    with pytest.raises(DataError, match=r"events\.csv:2: a lone carriage return"):
+        read_interactions(path, DataConfig())

@@ -123,6 +123,8 @@ class DataConfig:
             )
         if not isinstance(self.has_header, bool):
             raise ConfigError(f"data.has_header must be true or false, got {self.has_header!r}")
+        if self.separator == "\\t":  # a tab as typed on a command line or in single-quoted YAML ('\t')
+            self.separator = "\t"
         # polars reads with a one-byte separator; a longer one would fail later with a vaguer message.
         if self.separator is not None and (not isinstance(self.separator, str) or len(self.separator.encode()) != 1):
             raise ConfigError(f"data.separator must be a single one-byte character, got {self.separator!r}")

@@ -62,6 +62,8 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
         raise DataError(f"data file not found: {source}{where}")
     if path.is_dir():
         raise DataError(f"{source}: is a directory, expected a data file")
+    if not path.is_file():  # its first bytes, read to detect the format, would be gone for the reader
+        raise DataError(f"{source}: is not a regular file (a pipe or a device can be read only once); save the data to a file first")
     compressed = _compression(path)
     if compressed:  # else read as text, it fails on "invalid UTF-8" or worse
         raise DataError(f"{source}: is {compressed}-compressed; decompress it first (or save the data as Parquet)")

@@ -45,9 +45,12 @@ def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
 
 def _check_line_endings(path: Path) -> None:
     """A DataError for a file whose lines end in a lone carriage return (old Mac OS): the CSV
-    reader would take the whole file for one line."""
+    reader would take the whole file for one line; and for UTF-16 text, whose header would read
+    as a garbled column name."""
     with path.open("rb") as handle:
         head = handle.read(1 << 16)
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise DataError(f"{path}: is UTF-16 text; save it as UTF-8")
     if b"\r" in head.rstrip(b"\r") and b"\n" not in head:
         raise DataError(
             f"{path}: its lines end in a lone carriage return (old Mac OS line endings); "
@@ -82,6 +85,10 @@ def _first_bad_line(path: Path, sep: str) -> str | None:
             return f"{line}: not valid UTF-8 text ({err.reason})"
         expected, short = None, None
         lines, quoting = TextLines(path, sep, has_header=True), _quotes_values(raw, sep)
+        lone = re.search(rb"\r(?!\n)", raw.rstrip(b"\r"))
+        if lone and not quoting:  # polars reads on past it, Python's csv module ends the line there
+            line = raw.count(b"\n", 0, lone.start()) + 1
+            return f"{line}: a lone carriage return (an old Mac OS line end) inside the line; make it a newline"
         for begin, record, text in lines.records(strict=True):
             if lines.is_blank(text):
                 continue
@@ -319,6 +326,10 @@ def _pandas_labels(frame: Any, config: DataConfig) -> dict[str, Any]:
 def _pandas_series(name: str, column: Any) -> pl.Series:
     """One pandas column as a polars series named ``name``; missing values become null."""
     values = column.to_numpy()
+    if values.dtype.kind in "mM" and np.datetime_data(values.dtype)[0] not in ("ns", "us", "ms"):
+        # pandas 2 keeps seconds (datetime64[s]) and polars holds ms, us and ns only: us is exact
+        # for whole seconds and days, and spans far more years than ns
+        values = values.astype(f"{values.dtype.str[1]}8[us]")
     if values.dtype != object:
         return pl.Series(name, values, nan_to_null=np.issubdtype(values.dtype, np.floating))
     # NaN, None, pd.NA (pd.read_csv's blank string id) become null, not the text "nan" that would
@@ -422,6 +433,14 @@ def _where(source: str, row: int, lines: TextLines | None) -> str:
     return f"{source}:{lines.line_of(row)}"
 
 
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _first_null(series: pl.Series) -> int | None:
     nulls = series.is_null()
     if series.dtype.is_float():
@@ -453,8 +472,17 @@ def _ids(series: pl.Series, field: str, source: str, lines: TextLines | None) ->
     if bad is not None:
         raise DataError(_missing(series, field, source, bad, lines))
     dtype = series.dtype
-    if dtype.is_nested() or dtype == pl.Boolean:
+    if dtype.is_nested() or dtype in (pl.Boolean, pl.Object):
         raise DataError(f"{source}: column {series.name!r} ({field}) has type {dtype}; ids must be integers or strings")
+    if dtype == pl.Binary:  # text stored as bytes (some Parquet writers): ids if it is UTF-8
+        try:
+            return series.cast(pl.String)
+        except pl.exceptions.PolarsError:
+            bad = next(i for i, value in enumerate(series.to_list()) if not _is_utf8(value))
+            raise DataError(
+                f"{_where(source, bad, lines)}: column {series.name!r} ({field}) holds bytes that are not UTF-8 "
+                f"text ({shorten(repr(series[bad]), 40)}); ids must be integers or strings"
+            ) from None
     if dtype.is_integer():  # an id is a label: one beyond Int64 stays exact as text
         return series.cast(pl.Int64) if _fits_int64(series) else series.cast(pl.String)
     if dtype.is_float():
