@@ -802,6 +802,11 @@ MUTANTS = [
     Mutant("M325", "src/awrsr/data/config.py", '        if self.separator == "\\\\t":', '        if False:', "tests/data/test_data_tabular.py", "data.separator '\\t', as the wrong-separator hint writes it, is a tab"),
     Mutant("M326", "src/awrsr/data/tabular.py", "    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):", "    if False:", "tests/data/test_data_tabular.py", "a UTF-16 table is named as UTF-16, not read as garbled column names"),
     Mutant("M327", "src/awrsr/data/tabular.py", "        if lone and not quoting:", "        if False:", "tests/data/test_data_tabular.py", "a lone carriage return inside a table is named with its line"),
+    Mutant("M328", "src/awrsr/experiments/tune.py", 'if message.startswith(f"{key} must be") and set(_FIELD.findall(message)) == {key}:', "if False:", "tests/experiments/test_experiments.py", "a grid value outside its field's range is refused before any trial, not skipped"),
+    Mutant("M329", "src/awrsr/experiments/tune.py", "        if key in RANKING_KEYS:", "        if False:", "tests/experiments/test_experiments.py", "train.monitor in a search space is refused: trials would be ranked on different metrics"),
+    Mutant("M330", "src/awrsr/experiments/compare.py", "        if len(named) == 1:", "        if False:", "tests/experiments/test_experiments.py", "a variants file naming the base alone is refused"),
+    Mutant("M331", "src/awrsr/experiments/compare.py", "            if path is not None and not user_path(path).exists():", "            if False:", "tests/experiments/test_experiments.py", "a variant's missing data file is found before the base trains"),
+    Mutant("M332", "src/awrsr/experiments/tune.py", '    if (output_dir / "runs.csv").is_file():', "    if False:", "tests/experiments/test_experiments.py", "a tune never writes into a comparison's directory"),
 ]
 
 

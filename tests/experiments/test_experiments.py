@@ -649,6 +649,9 @@ def test_compare_needs_a_variant_besides_the_base():
     # [none] was dropped as the base itself, and the "comparison" ran the base alone
     with pytest.raises(ConfigError, match=r"variants: none besides the base \(model.refine: none\)"):
         variant_options(["none"], "model.refine", "none")
+    # nor may a variants file name the base alone
+    with pytest.raises(ConfigError, match=r"the variants file names only 'sasrec'; a comparison needs a base and at least one"):
+        variant_options({"sasrec": {}}, "model.refine", "none")
     assert list(variant_options(["none", "simp", "simp"], "model.refine", "none")[1]) == ["none", "simp"]
 
 
@@ -656,6 +659,12 @@ def test_compare_needs_a_variant_besides_the_base():
     ({"model.refine": ["none", "smp"]}, r"search space model.refine: 'smp': model.refine: unknown refinement 'smp'"),
     ({"train.loss": ["ce", "bcee"]}, r"search space train.loss: 'bcee': train.loss: unknown loss 'bcee'"),
     ({"train.lr": [0.01, "abc"]}, r"search space train.lr: 'abc': --train.lr expects a number, got 'abc'$"),
+    # a field's own range, wrong whatever the other keys of the grid are
+    ({"model.dropout": [0.1, 1.5], "train.lr": [0.01]}, r"search space model.dropout: 1.5: model.dropout must be in \[0, 1\), got 1.5"),
+    ({"train.lr": [-1]}, r"search space train.lr: -1: train.lr must be > 0"),
+    # trials ranked on different metrics or protocols would not be comparable
+    ({"train.monitor": ["ndcg@10", "hr@20"]}, r"search space train.monitor: trials are ranked against each other"),
+    ({"evaluation.filter_seen": [True, False]}, r"search space evaluation.filter_seen: trials are ranked"),
 ])
 def test_tune_refuses_a_value_wrong_on_its_own_before_training(base_config, tmp_path, space, expected):
     # its trials were skipped one by one, and the search ran without it, exiting 0
@@ -790,3 +799,32 @@ def test_run_options_are_written_as_the_config_reads_them():
     assert parse_sets([" train.lr = 0.1 "]) == {"train.lr": "0.1"}
     with pytest.raises(ConfigError, match="key=value"):
         parse_sets(["=0.1"])
+
+
+def test_tune_still_skips_values_that_fail_only_in_combination(base_config, tmp_path):
+    # 3 heads do not divide the hidden size of 8, but a grid may hold a size they do divide
+    from awrsr.experiments.tune import check_grid_values
+
+    check_grid_values(base_config, {"model.num_heads": [1, 3]}, parse_sets(TINY))  # no error: judged per trial
+
+
+def test_compare_finds_a_variants_missing_data_file_before_any_run_trains(base_config, tmp_path):
+    from awrsr.errors import DataError
+
+    variants = {"none": {}, "simp": {"model.refine": "simp", "data.path": str(tmp_path / "missing.csv")}}
+    with pytest.raises(DataError, match=r"variant 'simp': data file not found: .*missing.csv"):
+        run_compare(base_config, variants, [1], tmp_path / "c", extra=parse_sets(TINY), console=QUIET)
+    assert not (tmp_path / "c" / "none").exists()  # the base did not train first
+
+
+def test_tune_and_compare_never_share_a_directory(base_config, tmp_path):
+    # trial-* beside a comparison's variants made plot call the comparison a tune, and the reverse
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "runs.csv").write_text("variant,seed\n")
+    with pytest.raises(ConfigError, match=r"c holds a comparison \(runs.csv\); give the tune a directory of its own"):
+        run_tune(base_config, {"train.lr": [0.01]}, tmp_path / "c", extra=parse_sets(TINY), console=QUIET)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "trials.csv").write_text("trial\n")
+    with pytest.raises(ConfigError, match=r"t holds a tune \(trials.csv\); give the comparison a directory of its own"):
+        run_compare(base_config, ["simp"], [1], tmp_path / "t", extra=parse_sets(TINY), console=QUIET, report_only=True)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["c", "runs.csv", "t", "trials.csv"]  # nothing trained

@@ -18,7 +18,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from awrsr.errors import AwrsrError, ConfigError
+from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
     DataFingerprints, check_finished_runs, data_config_key, finished_run, describe_runs, option_args, run_or_reuse,
@@ -59,6 +59,10 @@ def variant_options(
             raise ConfigError("the variants file names no variant")
         named = {str(name): dict(options or {}) for name, options in variants.items()}
         check_variant_names(list(named))
+        if len(named) == 1:
+            raise ConfigError(
+                f"the variants file names only {next(iter(named))!r}; a comparison needs a base and at least one variant"
+            )
         if base != DEFAULT_BASE and base not in named:  # a misspelt base would silently invert the table
             raise ConfigError(f"base {base!r} is not a variant of the variants file ({', '.join(named)})")
         base = base if base in named else next(iter(named))
@@ -183,6 +187,8 @@ def run_compare(
     """
     console = console or Console()
     output_dir = output_directory(output_dir, needs="a comparison needs a directory")
+    if (output_dir / "trials.csv").is_file():  # runs beside a tune's trials: plot and tune would mix them up
+        raise ConfigError(f"{output_dir} holds a tune (trials.csv); give the comparison a directory of its own")
     try:  # now, not after hours of training
         bucket_labels(length_edges)
     except ValueError as err:
@@ -194,6 +200,11 @@ def run_compare(
     # every variant must build, and differ from its reference in effect, before any trains
     resolved = {name: check_variant(config, {**(extra or {}), **variant}, name) for name, variant in options.items()}
     check_variants_differ(resolved, references)
+    if not report_only:  # a variant's own data file, found missing only after the runs before it trained
+        for name, fit_args in resolved.items():
+            path = fit_args["data"].path
+            if path is not None and not user_path(path).exists():
+                raise DataError(f"variant {name!r}: data file not found: {path}")
 
     def run_options(name: str, seed: int) -> dict[str, Any]:
         return {**(extra or {}), **options[name], "train.seed": seed}

@@ -21,6 +21,7 @@ import hashlib
 import itertools
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,10 @@ def check_fixed_options(config: str, extra: dict[str, Any]) -> None:
     check_fit_args(["--config", config, *option_args(extra)], f"base config {config}" + (" with --set" if extra else ""))
 
 
+RANKING_KEYS = ("train.monitor", "evaluation.filter_seen")  # what decides which validation score ranks a trial
+_FIELD = re.compile(r"\b(?:data|model|train|evaluation)\.[a-z_]+")
+
+
 def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str, Any]) -> None:
     """A ConfigError now for a value of the space that is wrong on its own (a misspelt name, a
     value of the wrong type): its trials would all be skipped, and the search would quietly run
@@ -79,6 +84,11 @@ def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str,
     for key in space:
         if key in extra:
             raise ConfigError(f"--set {key}: the search space sets it too; give it in one place only")
+        if key in RANKING_KEYS:  # trials are ranked by their validation scores: one metric, one protocol
+            raise ConfigError(
+                f"search space {key}: trials are ranked against each other by validation {RANKING_KEYS[0]}, "
+                f"so every trial must be scored alike; set {key} in the base config or with --set"
+            )
     from awrsr.models import build_model
     from awrsr.run_config import load_fit_config
 
@@ -91,8 +101,12 @@ def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str,
                 build_model(load_fit_config(args)["model"], num_items=8)
             except UnknownNameError as err:
                 raise ConfigError(f"{where}: {err}") from None
-            except ConfigError:
-                pass  # a combination: judged per trial
+            except ConfigError as err:
+                message = str(err)
+                # a field's own range ("model.dropout must be in [0, 1)"), wrong whatever else is set
+                if message.startswith(f"{key} must be") and set(_FIELD.findall(message)) == {key}:
+                    raise ConfigError(f"{where}: {message}") from None
+                # else a combination (3 heads of a hidden size of 64): judged per trial
 
 
 def grid(space: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -117,6 +131,8 @@ def run_tune(
     trial's parameters by validation ``train.monitor``. Writes trials.csv and best.yaml."""
     console = console or Console()
     output_dir = output_directory(output_dir, needs="a tune needs a directory")
+    if (output_dir / "runs.csv").is_file():  # trials beside a comparison's runs: plot and compare would mix them up
+        raise ConfigError(f"{output_dir} holds a comparison (runs.csv); give the tune a directory of its own")
     config = str(user_path(config))
     if not Path(config).is_file():  # else every trial would fail on it, one by one
         raise ConfigError(f"base config not found: {config}")
