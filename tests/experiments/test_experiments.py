@@ -828,3 +828,9 @@ def test_tune_and_compare_never_share_a_directory(base_config, tmp_path):
     with pytest.raises(ConfigError, match=r"t holds a tune \(trials.csv\); give the comparison a directory of its own"):
         run_compare(base_config, ["simp"], [1], tmp_path / "t", extra=parse_sets(TINY), console=QUIET, report_only=True)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["c", "runs.csv", "t", "trials.csv"]  # nothing trained
+
+
+def test_compare_with_another_key_asks_for_the_base_by_name(base_config, tmp_path):
+    # the base defaults to "none", model.refine's; --key train.lr without --base named a variant never given
+    with pytest.raises(ConfigError, match=r"variant 'none': .* \(the base's value of train.lr: give it with --base\)"):
+        run_compare(base_config, ["0.01"], [1], tmp_path / "c", key="train.lr", extra=parse_sets(TINY), console=QUIET)
