@@ -14,7 +14,7 @@ from torch import nn
 from awrsr.data import Sequences, Vocabulary
 from awrsr.data.config import Duplicates
 from awrsr.data.preprocess import drop_duplicate_ids
-from awrsr.errors import ArtifactError, ConfigError, UnknownItemError
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError, UnknownItemError
 from awrsr.eval import mask_items
 from awrsr.infer.artifact import CONFIG_FILE, LoadedArtifact, load_artifact
 
@@ -66,6 +66,14 @@ class AttentionMaps:
         return not np.array_equal(self.base, self.refined)
 
 
+def _checked_duplicates(value: object, field: str, error: type[AwrsrError]) -> Duplicates:
+    """``value`` if it is a duplicates policy; an ``error`` naming ``field`` otherwise (a
+    ConfigError for a caller's argument, an ArtifactError for a run's config.yaml)."""
+    if value not in get_args(Duplicates):
+        raise error(f"{field} must be one of {', '.join(get_args(Duplicates))}, got {value!r}")
+    return value
+
+
 class Recommender:
     """Top-k next items for histories given in the user's own item ids.
 
@@ -82,13 +90,11 @@ class Recommender:
         self, model: nn.Module, vocab: Vocabulary, max_len: int, device: str | torch.device = "cpu",
         duplicates: Duplicates = "keep",
     ) -> None:
-        if duplicates not in get_args(Duplicates):
-            raise ConfigError(f"duplicates must be one of {', '.join(get_args(Duplicates))}, got {duplicates!r}")
+        self.duplicates = _checked_duplicates(duplicates, "duplicates", ConfigError)
         self.device = resolve_device(device)
         self.model = model.to(self.device).eval()
         self.vocab = vocab
         self.max_len = max_len
-        self.duplicates = duplicates
 
     @classmethod
     def load(cls, path: str | Path, device: str | torch.device = "cpu", max_len: int | None = None) -> "Recommender":
@@ -103,11 +109,7 @@ class Recommender:
         histories with the duplicates policy the run was trained with."""
         data = artifact.config.get("data")
         duplicates = data.get("duplicates", "keep") if isinstance(data, dict) else "keep"
-        if duplicates not in get_args(Duplicates):
-            raise ArtifactError(
-                f"{artifact.directory / CONFIG_FILE}: data.duplicates must be one of "
-                f"{', '.join(get_args(Duplicates))}, got {duplicates!r}"
-            )
+        duplicates = _checked_duplicates(duplicates, f"{artifact.directory / CONFIG_FILE}: data.duplicates", ArtifactError)
         return cls(artifact.model, artifact.vocab, artifact.model_config.max_len, device=device, duplicates=duplicates)
 
     def recommend(
