@@ -97,6 +97,37 @@ def tiny_run_config(output_dir, **train_overrides):
     )
 
 
+def fit_and_reload(model: ModelConfig, output_dir: Path, monkeypatch) -> tuple:
+    """Fit ``model`` for two epochs on the tiny synthetic data and check its artifact: it loads,
+    recommends five unseen items for a history, and refuses another max_len by name. Returns the
+    loaded artifact and the state the model had when fit built it (to see what training moved)."""
+    from rich.console import Console
+
+    import awrsr.workflows
+    from awrsr.errors import ArtifactError
+    from awrsr.infer import Recommender, load_artifact
+
+    built = []  # (num_items, initial weights) of every model fit builds (the popularity baseline too)
+
+    def build_and_keep(config, num_items):
+        built_model = build_model(config, num_items)
+        built.append((num_items, {k: v.clone() for k, v in built_model.state_dict().items()}))
+        return built_model
+
+    monkeypatch.setattr(awrsr.workflows, "build_model", build_and_keep)
+    cfg = tiny_run_config(output_dir, max_epochs=2)
+    cfg["model"] = model
+    result = awrsr.workflows.fit(**cfg, console=Console(quiet=True))
+    top = Recommender.load(result.run_dir).recommend([1, 2, 3], k=5)
+    assert len(top) == 5 and not {r.item for r in top} & {1, 2, 3}
+    loaded = load_artifact(result.run_dir)
+    assert loaded.model_config == model
+    with pytest.raises(ArtifactError, match=f"max_len={model.max_len}"):
+        load_artifact(result.run_dir, max_len=model.max_len + 8)
+    (initial,) = [state for items, state in built if items == loaded.model.num_items]
+    return loaded, initial
+
+
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory):
     """One small SASRec fit shared by the artifact, recommender, evaluation and CLI tests."""

@@ -807,6 +807,13 @@ MUTANTS = [
     Mutant("M330", "src/awrsr/experiments/compare.py", "        if len(named) == 1:", "        if False:", "tests/experiments/test_experiments.py", "a variants file naming the base alone is refused"),
     Mutant("M331", "src/awrsr/experiments/compare.py", "            if path is not None and not user_path(path).exists():", "            if False:", "tests/experiments/test_experiments.py", "a variant's missing data file is found before the base trains"),
     Mutant("M332", "src/awrsr/experiments/tune.py", '    if (output_dir / "runs.csv").is_file():', "    if False:", "tests/experiments/test_experiments.py", "a tune never writes into a comparison's directory"),
+    # session 35: the review of the promise that a new part is one file plus one registration
+    Mutant("M333", "src/awrsr/nn/refine/simp.py", "        return masked_softmax(logits, mask)",
+           "        return masked_softmax(logits, (mask.real[:, None, :, None] & mask.real[:, None, None, :]) if self.training else mask)",
+           "tests/models/test_invariants.py", "no query sees a later item in training mode either"),
+    Mutant("M334", "src/awrsr/nn/attention/calibrated.py", "weights = AttentionWeights(base=spatial, refined=refined)",
+           "weights = AttentionWeights(base=spatial, refined=attend)", "tests/models/test_attention_parts.py",
+           "an attention reports as refined the weights it multiplies into the values"),
 ]
 
 

@@ -24,8 +24,9 @@ class ModelConfig:
         attn_dropout: dropout on attention weights; null (None) means dropout.
         attention: attention mechanism: dot (SASRec, BERT4Rec) | wasserstein (STOSA) | positional
             (PARec; FPARec with positional_rank) | average | linear | exponential (fixed patterns)
-            | calibrated (AC-TSR; docs/ac-tsr.md).
-        refine: attention-weight refinement: none | simp | value | add | stoc (STOSA only).
+            | calibrated (AC-TSR; docs/ac-tsr.md), or a mechanism registered in awrsr.nn.attention.ATTENTIONS.
+        refine: attention-weight refinement: none | simp | value | add | stoc (STOSA only), or one
+            registered in awrsr.nn.refine.REFINEMENTS.
         fused_attention: use F.scaled_dot_product_attention when weights are neither refined nor requested.
         refine_per_head: one set of n x n refinement matrices per head instead of one per layer.
         refine_scale: refinement logit scale: head = 1/sqrt(d_h) (paper) or length = 1/sqrt(n).
