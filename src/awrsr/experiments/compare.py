@@ -198,13 +198,15 @@ def run_compare(
     check_seeds(seeds, options, extra or {})
     label = "model" if isinstance(variants, Mapping) else key
     # every variant must build, and differ from its reference in effect, before any trains
-    try:
-        resolved = {name: check_variant(config, {**(extra or {}), **variant}, name) for name, variant in options.items()}
-    except ConfigError as err:
-        if key != "model.refine" and base == DEFAULT_BASE and f"variant {base!r}:" in str(err):
-            # the base defaults to model.refine's "none", which another key rarely takes
-            raise ConfigError(f"{err} (the base's value of {key}: give it with --base)") from None
-        raise
+    resolved = {}
+    for name, variant in options.items():
+        try:
+            resolved[name] = check_variant(config, {**(extra or {}), **variant}, name)
+        except ConfigError as err:
+            if name == base and base == DEFAULT_BASE and key != "model.refine":
+                # the base defaults to model.refine's "none", which another key rarely takes
+                raise ConfigError(f"{err} (the base's value of {key}: give it with --base)") from None
+            raise
     check_variants_differ(resolved, references)
     if not report_only:  # a variant's own data file, found missing only after the runs before it trained
         for name, fit_args in resolved.items():
