@@ -802,7 +802,7 @@ MUTANTS = [
     Mutant("M325", "src/awrsr/data/config.py", '        if self.separator == "\\\\t":', '        if False:', "tests/data/test_data_tabular.py", "data.separator '\\t', as the wrong-separator hint writes it, is a tab"),
     Mutant("M326", "src/awrsr/data/tabular.py", "    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):", "    if False:", "tests/data/test_data_tabular.py", "a UTF-16 table is named as UTF-16, not read as garbled column names"),
     Mutant("M327", "src/awrsr/data/tabular.py", "        if lone and not quoting:", "        if False:", "tests/data/test_data_tabular.py", "a lone carriage return inside a table is named with its line"),
-    Mutant("M328", "src/awrsr/experiments/tune.py", 'if message.startswith(f"{key} must be") and set(_FIELD.findall(message)) == {key}:', "if False:", "tests/experiments/test_experiments.py", "a grid value outside its field's range is refused before any trial, not skipped"),
+    Mutant("M328", "src/awrsr/experiments/tune.py", "            except (UnknownNameError, FieldValueError) as err:", "            except UnknownNameError as err:", "tests/experiments/test_experiments.py", "a grid value outside its field's range is refused before any trial, not skipped"),
     Mutant("M329", "src/awrsr/experiments/tune.py", "        if key in RANKING_KEYS:", "        if False:", "tests/experiments/test_experiments.py", "train.monitor in a search space is refused: trials would be ranked on different metrics"),
     Mutant("M330", "src/awrsr/experiments/compare.py", "        if len(named) == 1:", "        if False:", "tests/experiments/test_experiments.py", "a variants file naming the base alone is refused"),
     Mutant("M331", "src/awrsr/experiments/compare.py", "            if path is not None and not user_path(path).exists():", "            if False:", "tests/experiments/test_experiments.py", "a variant's missing data file is found before the base trains"),
@@ -814,6 +814,16 @@ MUTANTS = [
     Mutant("M334", "src/awrsr/nn/attention/calibrated.py", "weights = AttentionWeights(base=spatial, refined=refined)",
            "weights = AttentionWeights(base=spatial, refined=attend)", "tests/models/test_attention_parts.py",
            "an attention reports as refined the weights it multiplies into the values"),
+    # session 36: a field's own error carries its field; tune reads that instead of the message
+    Mutant("M335", "src/awrsr/data/config.py",
+           'raise ConfigError(f"{p}max_length ({self.max_length}) must be >= {p}min_length ({self.min_length})")',
+           'raise FieldValueError(p + "max_length", f"must be >= {self.min_length}, got {self.max_length}")',
+           "tests/experiments/test_experiments.py",
+           "a history length that fails only beside the base's min_length is judged per trial, not refused for the grid"),
+    Mutant("M336", "src/awrsr/infer/batch.py",
+           "raise (ConfigError if isinstance(err, ConfigError) else DataError)(message) from None",
+           "raise type(err)(message) from None", "tests/infer/test_batch.py",
+           "a reading option's own error comes back under the option's name, not as a TypeError"),
 ]
 
 

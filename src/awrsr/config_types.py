@@ -20,7 +20,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
 
-from awrsr.errors import ConfigError
+from awrsr.errors import FieldValueError
 
 
 def _describe(hint: Any) -> str:
@@ -85,7 +85,7 @@ def _converted(value: Any, hint: Any) -> Any:
 
 
 def check_field_types(config: Any, section: str) -> None:
-    """A ConfigError naming ``section.field`` if a field of the dataclass ``config`` holds a value
+    """A FieldValueError naming ``section.field`` if a field of the dataclass ``config`` holds a value
     its annotation does not allow; numpy scalars (and integers for floats) are converted in place."""
     hints = get_type_hints(type(config))
     for field in fields(config):
@@ -95,6 +95,6 @@ def check_field_types(config: Any, section: str) -> None:
             converted = _converted(value, hint)
         except _Mismatch:
             shown = value.item() if isinstance(value, np.generic) else value  # -inf, not np.float64(-inf)
-            raise ConfigError(f"{section}.{field.name} must be {_describe(hint)}, got {shown!r}") from None
+            raise FieldValueError(f"{section}.{field.name}", f"must be {_describe(hint)}, got {shown!r}") from None
         if converted is not value:
             setattr(config, field.name, converted)

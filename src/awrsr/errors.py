@@ -20,6 +20,20 @@ class ConfigError(AwrsrError, ValueError):
     """A configuration value is unknown, impossible, or mixes incompatible parts."""
 
 
+class FieldValueError(ConfigError):
+    """A config field whose own value is impossible, whatever the other fields say
+    (``model.dropout must be in [0, 1), got 1.5``). ``field`` names it as a config file does, so
+    callers (tune's check of a search space) tell it from a combination of parts that do not fit."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field} {problem}")
+        self.field = field
+        self.problem = problem
+
+    def __reduce__(self):  # rebuilt from both arguments, not from the message alone
+        return type(self), (self.field, self.problem)
+
+
 class UnknownNameError(ConfigError):
     """A name no registry knows (a model, attention, refinement or loss): wrong whatever the
     other options are, unlike a combination of parts that do not fit."""

@@ -662,6 +662,8 @@ def test_compare_needs_a_variant_besides_the_base():
     # a field's own range, wrong whatever the other keys of the grid are
     ({"model.dropout": [0.1, 1.5], "train.lr": [0.01]}, r"search space model.dropout: 1.5: model.dropout must be in \[0, 1\), got 1.5"),
     ({"train.lr": [-1]}, r"search space train.lr: -1: train.lr must be > 0"),
+    ({"data.synthetic.min_length": [3, 2]}, r"search space data.synthetic.min_length: 2: data.synthetic.min_length must be >= 3"),
+    ({"train.max_time": ["1:30"]}, r"search space train.max_time: '1:30': train.max_time must look like DD:HH:MM:SS"),
     # trials ranked on different metrics or protocols would not be comparable
     ({"train.monitor": ["ndcg@10", "hr@20"]}, r"search space train.monitor: trials are ranked against each other"),
     ({"evaluation.filter_seen": [True, False]}, r"search space evaluation.filter_seen: trials are ranked"),
@@ -806,6 +808,8 @@ def test_tune_still_skips_values_that_fail_only_in_combination(base_config, tmp_
     from awrsr.experiments.tune import check_grid_values
 
     check_grid_values(base_config, {"model.num_heads": [1, 3]}, parse_sets(TINY))  # no error: judged per trial
+    # a history shorter than the base's shortest (10) fits a grid that also lowers min_length
+    check_grid_values(base_config, {"data.synthetic.max_length": [5, 40]}, parse_sets(TINY))
 
 
 def test_compare_finds_a_variants_missing_data_file_before_any_run_trains(base_config, tmp_path):

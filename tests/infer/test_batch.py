@@ -271,6 +271,13 @@ def test_cli_reads_a_csv_log_for_a_model_trained_on_another_format(artifact_trai
     assert code == 0 and len(stdout.splitlines()) == 1 + 2 * 2
 
 
+def test_cli_names_a_bad_reading_option_by_its_own_name(trained_run, log_file, capsys):
+    # a field's own error (data.separator) comes back under the command's option, not as a crash
+    code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log_file), "--separator", ";;")
+    assert code == 2 and "--separator must be a single one-byte character" in stderr and "data.separator" not in stderr
+    assert "Traceback" not in stderr
+
+
 def test_cli_refuses_to_write_over_its_input_log(trained_run, log_file, capsys):
     before = log_file.read_text()
     code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log_file), "--output", str(log_file))

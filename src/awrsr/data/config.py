@@ -1,7 +1,7 @@
 """Configuration of where interactions come from and how they are cleaned.
 
 Only simple typed fields with defaults: jsonargparse builds the CLI and YAML configs from these
-dataclasses. Impossible values raise ``ConfigError`` naming the field as it appears in a config
+dataclasses. Impossible values raise ``FieldValueError`` naming the field as it appears in a config
 file (``data.min_user_interactions``), because that is where the user has to fix it.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from awrsr.config_types import check_field_types
-from awrsr.errors import ConfigError
+from awrsr.errors import ConfigError, FieldValueError
 
 Format = Literal["auto", "whitespace", "movielens", "csv", "tsv", "parquet"]
 Duplicates = Literal["keep", "first", "consecutive"]
@@ -19,15 +19,15 @@ Duplicates = Literal["keep", "first", "consecutive"]
 
 def _check_choice(name: str, value: object, choices: tuple) -> None:
     if value not in choices:
-        raise ConfigError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        raise FieldValueError(name, f"must be one of {', '.join(map(repr, choices))}, got {value!r}")
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:
     # bool is an int subclass, but `min_length: true` in a YAML file is a mistake, not 1.
     if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(f"{name} must be an integer, got {value!r}")
+        raise FieldValueError(name, f"must be an integer, got {value!r}")
     if value < minimum:
-        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+        raise FieldValueError(name, f"must be >= {minimum}, got {value}")
 
 
 @dataclass
@@ -59,11 +59,13 @@ class SyntheticConfig:
         _check_int(p + "num_users", self.num_users, 1)
         _check_int(p + "num_items", self.num_items, 2)
         _check_int(p + "min_length", self.min_length, 3)  # leave-one-out needs 3 items to evaluate a user
-        _check_int(p + "max_length", self.max_length, self.min_length)
+        _check_int(p + "max_length", self.max_length, 3)
+        if self.max_length < self.min_length:  # a pair: not one field's own range
+            raise ConfigError(f"{p}max_length ({self.max_length}) must be >= {p}min_length ({self.min_length})")
         _check_int(p + "seed", self.seed, 0)
         prob = self.follow_prob
         if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not 0.0 <= prob <= 1.0:
-            raise ConfigError(f"{p}follow_prob must be a number in [0, 1], got {prob!r}")
+            raise FieldValueError(p + "follow_prob", f"must be a number in [0, 1], got {prob!r}")
 
 
 @dataclass
@@ -109,27 +111,27 @@ class DataConfig:
         _check_int("data.min_user_interactions", self.min_user_interactions, 0)
         _check_int("data.min_item_interactions", self.min_item_interactions, 0)
         if self.path is not None and (not isinstance(self.path, str) or not self.path.strip()):
-            raise ConfigError(f"data.path must be a non-empty path or null, got {self.path!r}")
+            raise FieldValueError("data.path", f"must be a non-empty path or null, got {self.path!r}")
         for name in ("user_col", "item_col"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
-                raise ConfigError(f"data.{name} must be a non-empty column name, got {value!r}")
+                raise FieldValueError(f"data.{name}", f"must be a non-empty column name, got {value!r}")
         if self.time_col is not None and (not isinstance(self.time_col, str) or not self.time_col):
-            raise ConfigError(f"data.time_col must be a column name or null, got {self.time_col!r}")
+            raise FieldValueError("data.time_col", f"must be a column name or null, got {self.time_col!r}")
         if len({self.user_col, self.item_col, self.time_col} - {None}) < (3 if self.time_col else 2):
             raise ConfigError(
                 f"data.user_col, data.item_col and data.time_col must be different columns, got "
                 f"{self.user_col!r}, {self.item_col!r}, {self.time_col!r}"
             )
         if not isinstance(self.has_header, bool):
-            raise ConfigError(f"data.has_header must be true or false, got {self.has_header!r}")
+            raise FieldValueError("data.has_header", f"must be true or false, got {self.has_header!r}")
         if self.separator == "\\t":  # a tab as typed on a command line or in single-quoted YAML ('\t')
             self.separator = "\t"
         # polars reads with a one-byte separator; a longer one would fail later with a vaguer message.
         if self.separator is not None and (not isinstance(self.separator, str) or len(self.separator.encode()) != 1):
-            raise ConfigError(f"data.separator must be a single one-byte character, got {self.separator!r}")
+            raise FieldValueError("data.separator", f"must be a single one-byte character, got {self.separator!r}")
         if self.separator in ('"', "\n", "\r"):  # they quote values and end lines
-            raise ConfigError(f"data.separator cannot be {self.separator!r}, which CSV reserves for quotes and line ends")
+            raise FieldValueError("data.separator", f"cannot be {self.separator!r}, which CSV reserves for quotes and line ends")
         if isinstance(self.synthetic, dict):  # built by hand from a parsed YAML/JSON mapping
             try:
                 self.synthetic = SyntheticConfig(**self.synthetic)

@@ -4,7 +4,7 @@
 from dataclasses import dataclass, field
 
 from awrsr.config_types import check_field_types
-from awrsr.errors import ConfigError
+from awrsr.errors import FieldValueError
 
 
 @dataclass
@@ -24,7 +24,7 @@ class EvalConfig:
     def __post_init__(self) -> None:
         check_field_types(self, "evaluation")
         if not self.ks or any(k < 1 for k in self.ks):
-            raise ConfigError(f"evaluation.ks must be a non-empty list of integers >= 1, got {self.ks}")
+            raise FieldValueError("evaluation.ks", f"must be a non-empty list of integers >= 1, got {self.ks}")
         self.ks = sorted(set(self.ks))
         if self.batch_size < 1:
-            raise ConfigError(f"evaluation.batch_size must be >= 1, got {self.batch_size}")
+            raise FieldValueError("evaluation.batch_size", f"must be >= 1, got {self.batch_size}")

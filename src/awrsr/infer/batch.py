@@ -194,7 +194,7 @@ def score_log_file(
         message = str(err)
         for name, option in _OPTION_NAMES.items():
             message = message.replace(name, option)
-        raise type(err)(message) from None
+        raise (ConfigError if isinstance(err, ConfigError) else DataError)(message) from None
     if output is not None:
         write_recommendations(result.frame, output)
     return result

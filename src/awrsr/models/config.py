@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from awrsr.config_types import check_field_types
-from awrsr.errors import ConfigError, UnknownNameError
+from awrsr.errors import ConfigError, FieldValueError, UnknownNameError
 
 
 @dataclass
@@ -76,7 +76,7 @@ class ModelConfig:
         for field_name in ("max_len", "hidden_size", "num_heads", "num_blocks"):
             value = getattr(self, field_name)
             if value < 1:
-                raise ConfigError(f"model.{field_name} must be >= 1, got {value}")
+                raise FieldValueError(f"model.{field_name}", f"must be >= 1, got {value}")
         if self.hidden_size % self.num_heads:
             raise ConfigError(
                 f"model.hidden_size ({self.hidden_size}) must be divisible by "
@@ -85,23 +85,23 @@ class ModelConfig:
         for field_name in ("dropout", "attn_dropout"):
             value = getattr(self, field_name)
             if value is not None and not 0.0 <= value < 1.0:
-                raise ConfigError(f"model.{field_name} must be in [0, 1), got {value}")
+                raise FieldValueError(f"model.{field_name}", f"must be in [0, 1), got {value}")
         if not self.norm_eps > 0:  # layer norm divides by sqrt(var + eps): <= 0 can divide by zero
-            raise ConfigError(f"model.norm_eps must be > 0, got {self.norm_eps}")
+            raise FieldValueError("model.norm_eps", f"must be > 0, got {self.norm_eps}")
         if self.refine_init_std < 0:
-            raise ConfigError(f"model.refine_init_std must be >= 0, got {self.refine_init_std}")
+            raise FieldValueError("model.refine_init_std", f"must be >= 0, got {self.refine_init_std}")
         if self.refine_blocks is not None:
             if not self.refine_blocks:  # would build the unrefined model under a refinement's name
-                raise ConfigError("model.refine_blocks is empty; list the blocks to refine, or null for every block")
+                raise FieldValueError("model.refine_blocks", "is empty; list the blocks to refine, or null for every block")
             if len(set(self.refine_blocks)) < len(self.refine_blocks):
-                raise ConfigError(f"model.refine_blocks {self.refine_blocks} names a block twice")
+                raise FieldValueError("model.refine_blocks", f"{self.refine_blocks} names a block twice")
             bad = [b for b in self.refine_blocks if not 0 <= b < self.num_blocks]
             if bad:
                 raise ConfigError(
                     f"model.refine_blocks {bad} out of range: blocks are 0..{self.num_blocks - 1}"
                 )
         if self.positional_rank is not None and self.positional_rank < 1:
-            raise ConfigError(f"model.positional_rank must be >= 1 (or null for PARec's full matrix), got {self.positional_rank}")
+            raise FieldValueError("model.positional_rank", f"must be >= 1 (or null for PARec's full matrix), got {self.positional_rank}")
         if self.positional_rank is not None and self.attention != "positional":  # a mistyped FPARec would train SASRec
             raise ConfigError(f"model.positional_rank only applies to model.attention: positional (FPARec), not {self.attention!r}")
         from awrsr.nn.attention.fixed import PATTERNS  # imported here, as the registries below
@@ -112,11 +112,11 @@ class ModelConfig:
                 f"not model.attention: {self.attention!r}"
             )
         if not 0.0 < self.mask_prob < 1.0:
-            raise ConfigError(f"model.mask_prob must be in (0, 1), got {self.mask_prob}")
+            raise FieldValueError("model.mask_prob", f"must be in (0, 1), got {self.mask_prob}")
         if self.ac_lite and self.attention != "calibrated":
             raise ConfigError(f"model.ac_lite only applies to model.attention: calibrated, not {self.attention!r}")
         if self.inner_size is not None and self.inner_size < 1:
-            raise ConfigError(f"model.inner_size must be >= 1, got {self.inner_size}")
+            raise FieldValueError("model.inner_size", f"must be >= 1, got {self.inner_size}")
         # Imported here: the registries import this module for type hints.
         from awrsr.models.registry import MODELS
         from awrsr.nn.attention import ATTENTIONS

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from awrsr.config_types import check_field_types
-from awrsr.errors import ConfigError, UnknownNameError
+from awrsr.errors import ConfigError, FieldValueError, UnknownNameError
 
 # Negatives per position when train.num_negatives is left unset.
 DEFAULT_NEGATIVES = {"bce": 1, "sampled_softmax": 100, "ce": 0, "stosa": 1}
@@ -73,32 +73,32 @@ class TrainConfig:
         # Resolved in a property, not written back: a default instance must not carry one loss's
         # default into a config that only changes the loss.
         if self.num_negatives is not None and self.num_negatives < 1:
-            raise ConfigError(f"train.num_negatives must be >= 1, got {self.num_negatives}")
+            raise FieldValueError("train.num_negatives", f"must be >= 1, got {self.num_negatives}")
         if not 0 <= self.seed < 2**32:  # numpy's range; checked now, not after the data is read
-            raise ConfigError(f"train.seed must be in 0..{2**32 - 1}, got {self.seed}")
+            raise FieldValueError("train.seed", f"must be in 0..{2**32 - 1}, got {self.seed}")
         for name in ("batch_size", "max_epochs", "val_every"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"train.{name} must be >= 1, got {getattr(self, name)}")
+                raise FieldValueError(f"train.{name}", f"must be >= 1, got {getattr(self, name)}")
         if self.max_time is not None:
             parts = self.max_time.split(":")
             if len(parts) != 4 or not all(p.isdigit() for p in parts):
-                raise ConfigError(f"train.max_time must look like DD:HH:MM:SS (e.g. 00:01:30:00), got {self.max_time!r}")
+                raise FieldValueError("train.max_time", f"must look like DD:HH:MM:SS (e.g. 00:01:30:00), got {self.max_time!r}")
         if self.val_every > self.max_epochs:
             raise ConfigError(
                 f"train.val_every ({self.val_every}) > train.max_epochs ({self.max_epochs}): no epoch would be validated"
             )
         if self.patience < 0:
-            raise ConfigError(f"train.patience must be >= 0, got {self.patience}")
+            raise FieldValueError("train.patience", f"must be >= 0, got {self.patience}")
         if not self.lr > 0:
-            raise ConfigError(f"train.lr must be > 0, got {self.lr}")
+            raise FieldValueError("train.lr", f"must be > 0, got {self.lr}")
         if self.pvn_weight < 0:
-            raise ConfigError(f"train.pvn_weight must be >= 0, got {self.pvn_weight}")
+            raise FieldValueError("train.pvn_weight", f"must be >= 0, got {self.pvn_weight}")
         if self.weight_decay < 0:
-            raise ConfigError(f"train.weight_decay must be >= 0, got {self.weight_decay}")
+            raise FieldValueError("train.weight_decay", f"must be >= 0, got {self.weight_decay}")
         if self.num_threads is not None and self.num_threads < 1:
-            raise ConfigError(f"train.num_threads must be >= 1, got {self.num_threads}")
+            raise FieldValueError("train.num_threads", f"must be >= 1, got {self.num_threads}")
         if not self.adversarial_alpha >= 0:
-            raise ConfigError(f"train.adversarial_alpha must be >= 0, got {self.adversarial_alpha}")
+            raise FieldValueError("train.adversarial_alpha", f"must be >= 0, got {self.adversarial_alpha}")
 
     @property
     def effective_num_negatives(self) -> int:

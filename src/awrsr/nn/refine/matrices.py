@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from awrsr.errors import ConfigError
+from awrsr.errors import FieldValueError
 from awrsr.nn.refine.base import Refinement
 
 
@@ -26,7 +26,7 @@ class MatrixRefinement(Refinement):
     ) -> None:
         super().__init__()
         if scale not in ("head", "length"):
-            raise ConfigError(f"model.refine_scale must be 'head' or 'length', got {scale!r}")
+            raise FieldValueError("model.refine_scale", f"must be 'head' or 'length', got {scale!r}")
         self.max_len = max_len
         copies = num_heads if per_head else 1
         # 1/sqrt(d_h) as the paper writes (its d is the head width); 1/sqrt(n) as an option.

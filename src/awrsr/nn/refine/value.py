@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from awrsr.errors import ConfigError
+from awrsr.errors import FieldValueError
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import REFINEMENTS
 from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
@@ -23,7 +23,7 @@ class ValueRefinement(MatrixRefinement):
     def __init__(self, *, form: str = "causal", **kwargs) -> None:
         super().__init__(**kwargs)
         if form not in ("causal", "literal"):
-            raise ConfigError(f"model.refine_value_form must be 'causal' or 'literal', got {form!r}")
+            raise FieldValueError("model.refine_value_form", f"must be 'causal' or 'literal', got {form!r}")
         self.form = form
         self.needs_bidirectional = form == "literal"
         # The literal form's inner softmax runs over every slot, padding included, so it is only
