@@ -824,6 +824,17 @@ MUTANTS = [
            "raise (ConfigError if isinstance(err, ConfigError) else DataError)(message) from None",
            "raise type(err)(message) from None", "tests/infer/test_batch.py",
            "a reading option's own error comes back under the option's name, not as a TypeError"),
+    # session 36: the review of resuming's edge cases and of the weights file's bytes
+    Mutant("M337", "src/awrsr/infer/artifact.py", "write_bytes_atomic(directory / WEIGHTS_FILE, sorted_header(save(state, metadata=metadata)))",
+           "write_bytes_atomic(directory / WEIGHTS_FILE, save(state, metadata=metadata))", "tests/infer/test_artifact.py",
+           "the same model saved again gives the same bytes"),
+    Mutant("M338", "src/awrsr/train/trainer.py", "    epochs = trainer.fit_loop.epoch_progress.current.processed",
+           "    epochs = trainer.current_epoch", "tests/train/test_resume.py",
+           "a run resumed into its spent time budget counts the epochs its checkpoint holds"),
+    Mutant("M339", "src/awrsr/train/trainer.py", "    if train.max_time is not None and spent >= max_time_seconds(train.max_time):",
+           "    if False:", "tests/train/test_resume.py", "a finished run resumed with its time budget spent is refused"),
+    Mutant("M340", "src/awrsr/train/trainer.py", '    if stopping.get("stopped_epoch", 0) and waited >= train.patience:',
+           "    if False:", "tests/train/test_resume.py", "a finished run resumed with its patience spent is refused"),
 ]
 
 

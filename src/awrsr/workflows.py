@@ -46,7 +46,7 @@ from awrsr.run_directory import (  # noqa: F401  (RUN_LOCK_FILE: where awrsr.wor
 from awrsr.run_config import config_differences, inert_options
 from awrsr.train import TrainConfig, train_model
 from awrsr.train.trainer import (
-    CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, RUN_RECORD, check_accelerator, checkpoint_epochs,
+    CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, RUN_RECORD, check_accelerator, check_budget_left,
 )
 
 
@@ -211,12 +211,8 @@ def _fit(
     started_with = check_resumable(run_dir, parts) if resume else None
     # Continuing a finished run needs a larger budget; an unfinished one that trained all its
     # epochs (stopped while being evaluated or saved) goes straight to its evaluation.
-    if resume and (run_dir / METRICS_FILE).is_file() and train.max_epochs <= (
-        done := checkpoint_epochs(run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT)
-    ):
-        raise ConfigError(
-            f"train.max_epochs ({train.max_epochs}) must be above the {done} epochs {run_dir} has trained, to continue it"
-        )
+    if resume and (run_dir / METRICS_FILE).is_file():
+        check_budget_left(run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT, train)
     check_parts_fit(model, train)  # before the data is read: parts that do not fit together fail now
     for key, reader in inert_options(model, train).items():
         console.print(f"[yellow]note: {key} has no effect here (only {reader} reads it)[/yellow]")

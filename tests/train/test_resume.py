@@ -219,6 +219,9 @@ def test_a_run_killed_after_early_stopping_resumes_into_its_evaluation(tmp_path)
     assert again.metrics["test"] == first.metrics["test"]
     assert pl.read_csv(run_dir / "history.csv")["epoch"].to_list() == list(range(1, stopped["epochs_trained"] + 1))
 
+    # finished, and its patience unchanged: it would stop at once and write the same results again
+    with pytest.raises(ConfigError, match=r"train.patience \(1\) is spent: .* stopped after 1 validations without improvement"):
+        fit(**tiny_run_config(run_dir, max_epochs=41, patience=1), console=QUIET, resume=True)
     longer = fit(**tiny_run_config(run_dir, max_epochs=40, patience=3), console=QUIET, resume=True)
     selection = longer.metrics["selection"]
     assert selection["stopped_by"] == "early stopping" and selection["epochs_trained"] > stopped["epochs_trained"]
@@ -241,6 +244,13 @@ def test_a_run_stopped_by_its_time_budget_resumes_exactly(tmp_path, monkeypatch)
     first = fit(**tiny_run_config(budgeted, max_epochs=6, patience=50, max_time="00:00:00:10"), console=QUIET)
     assert first.metrics["selection"]["stopped_by"] == "max_time"
     assert 1 < first.metrics["selection"]["epochs_trained"] < 6
+    # killed after its last epoch: resumed with the same budget, it goes straight to its evaluation
+    (budgeted / "metrics.json").unlink()
+    again = fit(**tiny_run_config(budgeted, max_epochs=6, patience=50, max_time="00:00:00:10"), console=QUIET, resume=True)
+    assert again.metrics["selection"] == first.metrics["selection"]  # the epochs counted from the checkpoint
+    # finished: a spent budget is an error, whatever else is raised
+    with pytest.raises(ConfigError, match=r"train.max_time \(00:00:00:10\) is spent: .* has trained for \d+ s"):
+        fit(**tiny_run_config(budgeted, max_epochs=7, patience=50, max_time="00:00:00:10"), console=QUIET, resume=True)
     resumed = fit(**tiny_run_config(budgeted, max_epochs=6, patience=50), console=QUIET, resume=True)
     assert resumed.metrics["test"] == straight.metrics["test"]
     columns = ["epoch", "train/loss", "val/ndcg@10"]

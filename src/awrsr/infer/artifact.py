@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ def save_artifact(
     # run) would map the ids to other items' weights without changing any shape.
     metadata = {MODEL_METADATA: json.dumps(config.get("model", {}), sort_keys=True), VOCAB_METADATA: vocab_digest(vocab)}
     # safetensors' save_file creates the file owner-only (0600); bytes through our writer get the umask's mode
-    write_bytes_atomic(directory / WEIGHTS_FILE, save(state, metadata=metadata))
+    write_bytes_atomic(directory / WEIGHTS_FILE, sorted_header(save(state, metadata=metadata)))
     if metrics is not None:
         write_metrics(directory, metrics)
     return directory
@@ -65,6 +66,18 @@ def save_artifact(
 
 MODEL_METADATA = "awrsr.model"  # the weights file's copy of config.yaml's model section
 VOCAB_METADATA = "awrsr.vocab.sha256"  # and the digest of vocab.json's vocabulary
+
+
+def sorted_header(weights: bytes) -> bytes:
+    """``weights`` (a safetensors file's bytes) with its JSON header's keys sorted. safetensors
+    writes its metadata in a random order, per save (safetensors issue 584), so the same model
+    gave one of two files; sorted, the same config and seed give the same bytes. Offsets count
+    from the end of the header, so the tensors' bytes are kept as they are."""
+    (size,) = struct.unpack("<Q", weights[:8])
+    header = json.loads(weights[8 : 8 + size])
+    text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # the tensors start 8-byte aligned, as safetensors pads them
+    return struct.pack("<Q", len(text)) + text + weights[8 + size :]
 
 
 def vocab_digest(vocab: Vocabulary) -> str:

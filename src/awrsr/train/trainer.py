@@ -170,13 +170,16 @@ def train_model(
         )
     best = torch.load(checkpoint.best_model_path, map_location="cpu", weights_only=True)
     module.load_state_dict(best["state_dict"])
+    # Not trainer.current_epoch: a resumed run whose time budget was spent stops before Lightning
+    # moves it past the checkpoint's last epoch, and it would count one epoch too few.
+    epochs = trainer.fit_loop.epoch_progress.current.processed
     return TrainingOutcome(
         best_epoch=int(best["epoch"]) + 1,
         best_value=float(checkpoint.best_model_score),
-        epochs_trained=trainer.current_epoch,
+        epochs_trained=epochs,
         stopped_by=(
             "early stopping" if early_stopping.stopped_epoch
-            else "max_epochs" if trainer.current_epoch >= train.max_epochs else "max_time"
+            else "max_epochs" if epochs >= train.max_epochs else "max_time"
         ),
         train_seconds=timer.elapsed_seconds,
         epoch_seconds=timer.train_seconds,
@@ -185,14 +188,55 @@ def train_model(
     )
 
 
-def checkpoint_epochs(path: Path) -> int:
-    """How many epochs the Lightning checkpoint at ``path`` has completed (a clear error if none)."""
+def _read_checkpoint(path: Path) -> dict:
     if not path.is_file():
         raise AwrsrError(f"{path}: no checkpoint to resume from (was this run started by awrsr fit?)")
     try:
-        return int(torch.load(path, map_location="cpu", weights_only=True)["epoch"]) + 1
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        int(state["epoch"])
+        return state
     except Exception as err:  # a truncated or foreign file: say which, not torch's unpickling trace
         raise AwrsrError(f"{path}: not a readable training checkpoint ({type(err).__name__}: {err})") from None
+
+
+def checkpoint_epochs(path: Path) -> int:
+    """How many epochs the Lightning checkpoint at ``path`` has completed (a clear error if none)."""
+    return int(_read_checkpoint(path)["epoch"]) + 1
+
+
+def check_budget_left(path: Path, train: TrainConfig) -> None:
+    """A ConfigError unless ``train`` lets the finished run whose last checkpoint is ``path`` train
+    another epoch: Lightning would stop at once, for the limit that stopped it, and write the same
+    results again. Each limit is checked as its callback would: epochs, time, patience."""
+    state = _read_checkpoint(path)
+    run_dir = path.parent.parent
+    done = int(state["epoch"]) + 1
+    if train.max_epochs <= done:
+        raise ConfigError(f"train.max_epochs ({train.max_epochs}) must be above the {done} epochs {run_dir} has trained, to continue it")
+    callbacks = state.get("callbacks", {})
+    spent = callbacks.get("Timer", {}).get("time_elapsed", {}).get("train", 0.0)  # Lightning's Timer state
+    if train.max_time is not None and spent >= max_time_seconds(train.max_time):
+        raise ConfigError(
+            f"train.max_time ({train.max_time}) is spent: {run_dir} has trained for {spent:.0f} s; "
+            "raise it, or set it to null, to continue"
+        )
+    stopping = next((v for k, v in callbacks.items() if k.startswith("EarlyStopping")), {})
+    waited = int(stopping.get("wait_count", 0))
+    if stopping.get("stopped_epoch", 0) and waited >= train.patience:  # as ResumableEarlyStopping decides
+        raise ConfigError(
+            f"train.patience ({train.patience}) is spent: {run_dir} stopped after {waited} validations without "
+            "improvement; raise it to continue"
+        )
+
+
+def max_time_seconds(max_time: str) -> float:
+    """Seconds in a DD:HH:MM:SS budget (as Lightning's Timer reads it).
+
+    >>> max_time_seconds("01:02:03:04")
+    93784.0
+    """
+    days, hours, minutes, seconds = map(int, max_time.split(":"))
+    return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
 
 
 def check_checkpoint_fits(path: Path, module: nn.Module) -> None:
