@@ -835,6 +835,9 @@ MUTANTS = [
            "    if False:", "tests/train/test_resume.py", "a finished run resumed with its time budget spent is refused"),
     Mutant("M340", "src/awrsr/train/trainer.py", '    if stopping.get("stopped_epoch", 0) and waited >= train.patience:',
            "    if False:", "tests/train/test_resume.py", "a finished run resumed with its patience spent is refused"),
+    Mutant("M341", "src/awrsr/workflows.py", "    if changed:\n        console.print(\n            f\"[yellow]note: {escape(', '.join(changed))} since the run started",
+           "    if False:\n        console.print(\n            f\"[yellow]note: {escape(', '.join(changed))} since the run started", "tests/train/test_resume.py",
+           "a resume on another thread count or device says its numbers may differ"),
 ]
 
 

@@ -213,6 +213,8 @@ def _fit(
     # epochs (stopped while being evaluated or saved) goes straight to its evaluation.
     if resume and (run_dir / METRICS_FILE).is_file():
         check_budget_left(run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT, train)
+    if started_with is not None:
+        _note_machine_changes(started_with, train, console)
     check_parts_fit(model, train)  # before the data is read: parts that do not fit together fail now
     for key, reader in inert_options(model, train).items():
         console.print(f"[yellow]note: {key} has no effect here (only {reader} reads it)[/yellow]")
@@ -303,6 +305,22 @@ def check_parts_fit(model: ModelConfig, train: TrainConfig) -> None:
     probe = build_model(model, num_items=1)
     if train.loss == "stosa" and not hasattr(probe, "item_vectors"):
         raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
+
+
+def _note_machine_changes(started_with: dict[str, Any], train: TrainConfig, console: Console) -> None:
+    """A resume may change the machine's options, at the price of exactness: floating-point sums
+    change with the thread count and the device, so the run may end a little apart from an
+    uninterrupted one. Said, since the run record keeps only the last session's."""
+    before = started_with.get("train") or {}
+    changed = [
+        f"train.{name} ({before[name]!r} -> {getattr(train, name)!r})"
+        for name in ("num_threads", "accelerator") if name in before and before[name] != getattr(train, name)
+    ]
+    if changed:
+        console.print(
+            f"[yellow]note: {escape(', '.join(changed))} since the run started: it continues, but its numbers "
+            "may differ slightly from an uninterrupted run's[/yellow]"
+        )
 
 
 def check_resumable(run_dir: Path, parts: dict[str, Any]) -> dict[str, Any]:

@@ -59,6 +59,19 @@ def test_resume_refuses_another_configuration_and_a_missing_checkpoint(tmp_path)
         fit(**tiny_run_config(run_dir, max_epochs=2), console=QUIET, resume=True)
 
 
+def test_a_resume_on_other_threads_says_it_may_not_be_exact(tmp_path):
+    import io
+
+    run_dir = tmp_path / "run"
+    fit(**tiny_run_config(run_dir, max_epochs=1, num_threads=1), console=QUIET)
+    said = io.StringIO()
+    fit(**tiny_run_config(run_dir, max_epochs=2, num_threads=2), console=Console(file=said, width=300), resume=True)
+    assert "note: train.num_threads (1 -> 2) since the run started" in said.getvalue()
+    same = io.StringIO()
+    fit(**tiny_run_config(run_dir, max_epochs=3, num_threads=1), console=Console(file=same, width=300), resume=True)
+    assert "since the run started" not in same.getvalue()
+
+
 def test_a_run_saved_before_a_config_field_existed_resumes_with_its_default(tmp_path):
     import yaml
 
