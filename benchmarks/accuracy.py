@@ -34,10 +34,11 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from awrsr.data import DataConfig  # noqa: E402
 from awrsr.eval import EvalConfig  # noqa: E402
+from awrsr.experiments.runs import MACHINE_OPTIONS, RESOLVED_SECTIONS, read_run_config  # noqa: E402
 from awrsr.experiments.stats import mean_std  # noqa: E402
 from awrsr.infer.artifact import RECORDED_DATA_FILE  # noqa: E402
 from awrsr.models import ModelConfig  # noqa: E402
-from awrsr.run_config import load_fit_config  # noqa: E402
+from awrsr.run_config import config_differences, load_fit_config  # noqa: E402
 from awrsr.train import TrainConfig  # noqa: E402
 from awrsr.workflows import fit  # noqa: E402
 
@@ -75,20 +76,7 @@ def main() -> None:
     runs = []
     for seed in args.seeds:
         run_dir = ROOT / "runs" / "bench" / f"{name}-seed{seed}"
-        metrics_file = run_dir / "metrics.json"
-        resumable = args.resume and (run_dir / "checkpoints" / "last.ckpt").is_file()
-        if metrics_file.is_file() and not resumable:
-            console.print(f"[dim]seed {seed}: reusing {run_dir}[/dim]")
-            metrics = json.loads(metrics_file.read_text())
-        else:
-            cfg = load_fit_config([
-                "--config", str(config_path), "--train.seed", str(seed), "--train.progress_bar", "false",
-                "--output_dir", str(run_dir), *args.overrides,
-            ])
-            started = time.perf_counter()
-            # without --resume an unfinished run there starts again, as it always did here
-            metrics = fit(**{**cfg, "resume": resumable, "overwrite": not resumable}, console=console).metrics
-            console.print(f"seed {seed}: {time.perf_counter() - started:.0f} s")
+        metrics = seed_run(config_path, seed, run_dir, args.overrides, args.resume, console)
         runs.append({"seed": seed, "run_dir": str(run_dir.relative_to(ROOT)), **metrics})
 
     record = {
@@ -102,6 +90,30 @@ def main() -> None:
         "runs": runs,
     }
     write_record(record, console)
+
+
+def seed_run(config_path: Path, seed: int, run_dir: Path, overrides: list[str], resume: bool, console: Console) -> dict:
+    """The metrics of ``config_path`` with ``overrides`` and ``seed`` trained in ``run_dir``: a
+    finished run there is reused only if it is of this configuration (the thread count aside);
+    any other would be published under these options."""
+    cfg = load_fit_config([
+        "--config", str(config_path), "--train.seed", str(seed), "--train.progress_bar", "false",
+        "--output_dir", str(run_dir), *overrides,
+    ])
+    resumable = resume and (run_dir / "checkpoints" / "last.ckpt").is_file()
+    if (run_dir / "metrics.json").is_file() and not resumable:
+        stored = read_run_config(run_dir / "config.yaml")
+        differing = config_differences(stored, {k: cfg[k] for k in RESOLVED_SECTIONS}, ignore=MACHINE_OPTIONS)
+        if differing:
+            sys.exit(f"{run_dir} holds a finished run of another configuration (differs in {', '.join(differing[:6])}); "
+                     "give another --name, or delete it to train again")
+        console.print(f"[dim]seed {seed}: reusing {run_dir}[/dim]")
+        return json.loads((run_dir / "metrics.json").read_text())
+    started = time.perf_counter()
+    # without --resume an unfinished run there starts again, as it always did here
+    metrics = fit(**{**cfg, "resume": resumable, "overwrite": not resumable}, console=console).metrics
+    console.print(f"seed {seed}: {time.perf_counter() - started:.0f} s")
+    return metrics
 
 
 # settings that may differ between runs tabulated together: they do not change what is trained

@@ -12,7 +12,8 @@ cd "$(dirname "$comparison")"
 name=$(basename "$comparison")
 files=$(find -L "$name" -mindepth 3 -maxdepth 3 -name metrics.json | sort | while read -r m; do
   run=$(dirname "$m")
-  for f in config.yaml metrics.json history.csv metrics.csv test_ranks.npy; do [ -f "$run/$f" ] && echo "$run/$f"; done
+  # not `[ -f ] && echo`: a run without an optional file would end the loop, and the script, with status 1
+  for f in config.yaml metrics.json history.csv metrics.csv test_ranks.npy; do if [ -f "$run/$f" ]; then echo "$run/$f"; fi; done
 done)
 [ -n "$files" ] || { echo "no finished run under $comparison" >&2; exit 1; }
 echo "$files" | tar czhf "$archive" -T -

@@ -32,8 +32,11 @@ from pathlib import Path
 
 import torch
 
-from awrsr.models import ModelConfig, build_model, compatible_combinations
-from awrsr.workflows import code_version
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, as the other scripts, whatever is installed
+
+from awrsr.models import ModelConfig, build_model, compatible_combinations  # noqa: E402
+from awrsr.workflows import source_version  # noqa: E402
 
 # Relative errors. Float32 with TF32 off lands near 1e-7 in forward values, and up to ~1e-3 in
 # the gradient of a single parameter whose gradient is ~1e-6 of the whole (AC-TSR's gate at
@@ -176,6 +179,7 @@ def main() -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--output", default=None, help="write the rows as JSON to OUTPUT.json")
     args = parser.parse_args()
+    version = source_version(ROOT)  # the whole checkout (this script included), before anything runs
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False  # compare float32 with float32, not TF32
     torch.backends.cudnn.allow_tf32 = False
@@ -196,10 +200,10 @@ def main() -> int:
         cells = " ".join(f"{row[k]:10.1e}" if k in row else f"{'':10s}" for k in keys)
         print(f"{row['model']:28s} {cells}  {'yes' if row['ok'] else 'NO ' + str(row.get('error', ''))}")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" and torch.cuda.is_available() else str(device)
-    print(f"{sum(r['ok'] for r in rows)}/{len(rows)} checks pass on {name} (torch {torch.__version__}, awrsr {code_version()})")
+    print(f"{sum(r['ok'] for r in rows)}/{len(rows)} checks pass on {name} (torch {torch.__version__}, awrsr {version})")
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(f"{args.output}.json").write_text(json.dumps({"device": name, "torch": torch.__version__, "code": code_version(), "rows": rows}, indent=1, default=str))
+        Path(f"{args.output}.json").write_text(json.dumps({"device": name, "torch": torch.__version__, "code": version, "rows": rows}, indent=1, default=str))
     return 0 if all(r["ok"] for r in rows) else 1
 
 

@@ -10,7 +10,8 @@
     python benchmarks/speed.py --device cuda --precision 32-true bf16-mixed   # on a GPU
 
 The training epoch runs the same model and loss code as `awrsr fit` (d=64, 2 blocks, 1 head,
-full softmax CE, batch 128, dropout 0.2) over every batch of the real data once (each model's own
+batch 128, dropout 0.2; full softmax CE unless a variant names its loss, STOSA's with the hinge
+weight of configs/stosa/<dataset>.yaml) over every batch of the real data once (each model's own
 training example: Cloze for BERT4Rec); the evaluation ranks every test user's target against all
 items with seen items filtered, and its rate is the inference speed in users per second (AC-TSR's
 Table 2 layout). Results go to benchmarks/results/speed.json and speed.md.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import platform
 import sys
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 
 import torch
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -38,7 +41,7 @@ from awrsr.nn.attention.calibrated import perturbation_parameters, recommender_p
 from awrsr.nn.losses import LOSSES  # noqa: E402
 from awrsr.train.module import adversarial_backward  # noqa: E402
 from awrsr.train.batches import training_loader  # noqa: E402
-from awrsr.workflows import code_version  # noqa: E402
+from awrsr.workflows import source_version  # noqa: E402
 
 DATASETS = {
     "ml-1m": (ROOT.parent / "shared/data/ml-1m/ml-1m.txt", 200),
@@ -52,10 +55,20 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def loss_options(loss: str, dataset: str) -> dict:
+    """What the loss is trained with besides its name: STOSA's hinge weight from its shipped config
+    of ``dataset`` (configs/stosa/<dataset>.yaml), so that its step is timed as it trains."""
+    if loss != "stosa":
+        return {}
+    train = yaml.safe_load((ROOT / "configs" / "stosa" / f"{dataset}.yaml").read_text())["train"]
+    return {"pvn_weight": float(train.get("pvn_weight", 0.0))}
+
+
 def train_epoch_seconds(
     model, loader, precision: str, max_steps: int | None, loss: str = "ce", device: torch.device = torch.device("cpu"),
+    options: dict | None = None,
 ) -> tuple[float, int]:
-    loss_fn = LOSSES.get(loss)
+    loss_fn = functools.partial(LOSSES.get(loss), **(options or {}))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
     model.train()
@@ -94,10 +107,12 @@ def train_epoch_seconds(
     return elapsed * len(loader) / timed, timed  # extrapolated to the whole epoch when max_steps cuts it
 
 
-def profile_step(model, loader, precision: str, loss: str = "ce") -> str:
+def profile_step(model, loader, precision: str, loss: str = "ce", options: dict | None = None) -> str:
     from torch.profiler import ProfilerActivity, profile
 
-    loss_fn = LOSSES.get(loss)  # the variant's own loss (STOSA's distance loss, say), as it trains
+    # the variant's own loss (STOSA's distance loss, say), as it trains
+    loss_fn = functools.partial(LOSSES.get(loss), **(options or {}))
+    model.zero_grad(set_to_none=True)  # the timed steps' last gradients (AC-TSR's step refuses them)
     inputs, targets = model.training_example(next(iter(loader))[0])
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16-mixed")
     model.train()
@@ -148,6 +163,7 @@ def main() -> None:
         help="torch threads (default: torch's); 1 times what each of two parallel runs gets",
     )
     args = parser.parse_args()
+    version = source_version(ROOT)  # the whole checkout, benchmarks/ included, as it is now, not after the timings
     device = torch.device(args.device)
     if args.group_by_length and args.max_steps:
         print("note: grouped batches differ in cost, so --max-steps extrapolates from an unrepresentative few;"
@@ -184,7 +200,8 @@ def main() -> None:
                         "precision": precision, "batches": len(loader), "group_by_length": args.group_by_length,
                     }
                     if not args.parameters_only:
-                        epoch_s, steps = train_epoch_seconds(model, loader, precision, args.max_steps, loss, device)
+                        epoch_s, steps = train_epoch_seconds(
+                            model, loader, precision, args.max_steps, loss, device, loss_options(loss, name))
                         rank_batch(model.eval(), evaluator.batches[-1].to(device))  # warm-up (the longest histories), not timed
                         synchronize(device)
                         started = time.perf_counter()
@@ -197,14 +214,17 @@ def main() -> None:
                     rows.append(row)
                     print(json.dumps(row), flush=True)
                     if args.profile and not args.parameters_only:
-                        print(profile_step(model, loader, precision, loss))
+                        print(profile_step(model, loader, precision, loss, loss_options(loss, name)))
 
-    machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, awrsr {code_version()}"
+    machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, awrsr {version}"
     if device.type == "cuda":
         machine += f", {torch.cuda.get_device_name(device)}"
     md = [
-        f"Machine: {machine}. d=64, 2 blocks, 1 head, full CE, batch 128"
-        + (", batches grouped by length (train.group_by_length)." if args.group_by_length else "."), "",
+        f"Machine: {machine}. d=64, 2 blocks, 1 head, dropout 0.2, batch 128, each model's own loss "
+        f"({', '.join(sorted({r['loss'] for r in rows}))})"
+        + (", batches grouped by length (train.group_by_length)" if args.group_by_length else "")
+        + (f"; epoch times extrapolated from {args.max_steps} timed steps" if args.max_steps and not args.parameters_only else "")
+        + ".", "",
         "| dataset | n | model | parameters (trained) | parameters (served) | precision | batches/epoch "
         "| s / training epoch | s / full-ranking eval (all users) | inference (users/s) |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -220,7 +240,7 @@ def main() -> None:
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     stem = args.output or "speed"
-    (out / f"{stem}.json").write_text(json.dumps({"machine": machine, "code": code_version(), "rows": rows}, indent=2) + "\n")
+    (out / f"{stem}.json").write_text(json.dumps({"machine": machine, "code": version, "rows": rows}, indent=2) + "\n")
     (out / f"{stem}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 

@@ -165,6 +165,38 @@ def _as_if_cut_off(run_dir: Path) -> None:
             path.unlink()
 
 
+def test_accuracy_reuses_a_finished_seed_only_of_the_same_configuration(tmp_path):
+    from rich.console import Console
+
+    accuracy = load_script("accuracy")
+    config, run_dir, quiet = ROOT / "configs" / "sasrec" / "synthetic.yaml", tmp_path / "bench-seed42", Console(quiet=True)
+    tiny = ["--data.synthetic.num_users", "60", "--model.hidden_size", "8", "--train.max_epochs", "1", "--train.num_threads", "1"]
+    first = accuracy.seed_run(config, 42, run_dir, tiny, False, quiet)
+    again = accuracy.seed_run(config, 42, run_dir, [*tiny[:-1], "2"], False, quiet)  # the thread count may differ
+    assert again == first
+    with pytest.raises(SystemExit, match=r"holds a finished run of another configuration \(differs in model.hidden_size \(8 -> 16\)"):
+        accuracy.seed_run(config, 42, run_dir, [*tiny, "--model.hidden_size", "16"], False, quiet)
+
+
+def test_archive_runs_packs_runs_without_their_optional_files(tmp_path):
+    import tarfile
+
+    for seed in (42, 43):
+        run = fake_run(tmp_path / "cmp" / "none" / f"seed-{seed}", seed, 0.1)
+        if seed == 43:
+            continue  # the last run sorted has no test_ranks.npy
+        (run / "test_ranks.npy").write_bytes(b"x")
+    archive = tmp_path / "runs.tar.gz"
+    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "archive_runs.sh"), str(tmp_path / "cmp"), str(archive)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "2 finished run(s)" in done.stdout, done.stderr
+    with tarfile.open(archive) as packed:
+        assert sorted(packed.getnames()) == [
+            "cmp/none/seed-42/config.yaml", "cmp/none/seed-42/metrics.json", "cmp/none/seed-42/test_ranks.npy",
+            "cmp/none/seed-43/config.yaml", "cmp/none/seed-43/metrics.json",
+        ]
+
+
 def test_a_run_cut_off_on_a_gpu_comes_back_packed_and_finishes_on_the_cpu_as_if_never_stopped(tmp_path):
     import tarfile
 
@@ -264,3 +296,24 @@ def test_partial_runs_are_packed_most_trained_first_within_the_device_tools_limi
     assert pack_partial.PartialRun(Path("r"), 1, {"f": b"x" * 513}).size == 512 + 1024  # header + padded data
     bins, left_out = pack_partial.plan_files(runs, limit, max_files=2, budget=10**6, returned=frozenset({"b"}))
     assert [[r.path.name for r in b] for b in bins] == [["c", "a", "e"], ["b"]]  # b came back in an earlier call
+
+
+def test_speed_profiles_an_ac_tsr_step_after_timing_it_and_times_stosa_with_its_hinge(monkeypatch):
+    from awrsr.data import DataConfig, SyntheticConfig, leave_one_out, load_sequence_data
+    from awrsr.models import ModelConfig, build_model
+    from awrsr.train.batches import training_loader
+
+    speed = load_script("speed")
+    torch.set_num_threads(1)
+    data = load_sequence_data(DataConfig(synthetic=SyntheticConfig(num_users=40, num_items=20, max_length=12)))
+    loader = training_loader(leave_one_out(data).train, 8, batch_size=16, seed=0)
+    model = build_model(ModelConfig(attention="calibrated", max_len=8, hidden_size=8, num_blocks=1), data.num_items)
+    speed.train_epoch_seconds(model, loader, "32-true", max_steps=1)
+    assert "Self CPU" in speed.profile_step(model, loader, "32-true")  # the timed steps' gradients left behind
+    # STOSA's step is timed with the hinge its configs train with, not without it
+    assert speed.loss_options("stosa", "beauty") == {"pvn_weight": 0.005} and speed.loss_options("ce", "beauty") == {}
+    stosa = build_model(ModelConfig(name="stosa", attention="wasserstein", max_len=8, hidden_size=8, num_blocks=1), data.num_items)
+    seen, real = [], speed.LOSSES.get("stosa")
+    monkeypatch.setattr(speed.LOSSES, "get", lambda name: lambda *a, **kw: seen.append(kw) or real(*a, **kw))
+    speed.train_epoch_seconds(stosa, loader, "32-true", 1, "stosa", options=speed.loss_options("stosa", "beauty"))
+    assert seen and all(kw == {"pvn_weight": 0.005} for kw in seen)

@@ -838,6 +838,17 @@ MUTANTS = [
     Mutant("M341", "src/awrsr/workflows.py", "    if changed:\n        console.print(\n            f\"[yellow]note: {escape(', '.join(changed))} since the run started",
            "    if False:\n        console.print(\n            f\"[yellow]note: {escape(', '.join(changed))} since the run started", "tests/train/test_resume.py",
            "a resume on another thread count or device says its numbers may differ"),
+    # session 36: the review of the benchmark scripts
+    Mutant("M342", "benchmarks/accuracy.py", "        if differing:", "        if False:", "tests/test_benchmark_scripts.py",
+           "accuracy.py reuses a finished seed only of the configuration it is asked for"),
+    Mutant("M343", "benchmarks/archive_runs.sh", 'do if [ -f "$run/$f" ]; then echo "$run/$f"; fi; done',
+           'do [ -f "$run/$f" ] && echo "$run/$f"; done', "tests/test_benchmark_scripts.py",
+           "a run without an optional file is packed, not the end of the script"),
+    Mutant("M344", "benchmarks/speed.py", "    model.zero_grad(set_to_none=True)  # the timed steps'", "    pass  # the timed steps'",
+           "tests/test_benchmark_scripts.py", "speed.py --profile profiles AC-TSR's step after timing it"),
+    Mutant("M345", "benchmarks/speed.py", "    loss_fn = functools.partial(LOSSES.get(loss), **(options or {}))\n    opt",
+           "    loss_fn = LOSSES.get(loss)\n    opt", "tests/test_benchmark_scripts.py",
+           "speed.py times STOSA with the hinge weight it trains with"),
 ]
 
 
