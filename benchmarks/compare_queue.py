@@ -68,7 +68,7 @@ def queue(comparisons: list[str], seeds: list[int], skip: Sequence[str] = ()) ->
     return runs
 
 
-def work(args: argparse.Namespace) -> None:
+def work(args: argparse.Namespace) -> int:
     console = Console(width=120)
     extra = parse_sets(args.set)
     failures = 0
