@@ -304,7 +304,6 @@ def test_speed_profiles_an_ac_tsr_step_after_timing_it_and_times_stosa_with_its_
     from awrsr.train.batches import training_loader
 
     speed = load_script("speed")
-    torch.set_num_threads(1)
     data = load_sequence_data(DataConfig(synthetic=SyntheticConfig(num_users=40, num_items=20, max_length=12)))
     loader = training_loader(leave_one_out(data).train, 8, batch_size=16, seed=0)
     model = build_model(ModelConfig(attention="calibrated", max_len=8, hidden_size=8, num_blocks=1), data.num_items)
