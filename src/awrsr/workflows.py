@@ -310,7 +310,7 @@ def check_parts_fit(model: ModelConfig, train: TrainConfig) -> None:
 def _note_machine_changes(started_with: dict[str, Any], train: TrainConfig, console: Console) -> None:
     """A resume may change the machine's options, at the price of exactness: floating-point sums
     change with the thread count and the device, so the run may end a little apart from an
-    uninterrupted one. Said, since the run record keeps only the last session's."""
+    uninterrupted one. Said here, since metrics.json records only the last session's threads."""
     before = started_with.get("train") or {}
     changed = [
         f"train.{name} ({before[name]!r} -> {getattr(train, name)!r})"
