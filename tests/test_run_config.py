@@ -52,6 +52,23 @@ def test_each_options_reader_is_the_part_that_reads_it():
         "model.refine_init_std": "a refinement built on n x n matrices"}
 
 
+def test_pattern_positions_and_fused_attention_are_inert_where_they_change_nothing():
+    """Window positions change Linear's weights only (Average ignores positions, Exponential sees
+    only their differences); the fused kernel is a path of plain dot-product attention alone."""
+    for pattern in ("average", "exponential"):
+        assert inert_options(ModelConfig(attention=pattern, pattern_positions="window"), TrainConfig()) == {
+            "model.pattern_positions": "model.attention 'linear'"}, pattern
+    assert inert_options(ModelConfig(attention="linear", pattern_positions="window"), TrainConfig()) == {}
+    unfused = {"fused_attention": False}
+    for attention in ("dot", "calibrated"):
+        lite = {"ac_lite": True} if attention == "calibrated" else {}
+        assert inert_options(ModelConfig(attention=attention, **lite, **unfused), TrainConfig()) == {}, attention
+    for model in (ModelConfig(refine="simp", **unfused), ModelConfig(attention="calibrated", **unfused),
+                  ModelConfig(attention="positional", **unfused),
+                  ModelConfig(name="stosa", attention="wasserstein", **unfused)):
+        assert set(inert_options(model, TrainConfig())) == {"model.fused_attention"}, model
+
+
 @pytest.mark.parametrize("environment, expected", [
     ({}, False), ({"AWRSR_DEBUG": "0"}, False), ({"AWRSR_DEBUG": ""}, False), ({"JSONARGPARSE_DEBUG": "0"}, False),
     ({"AWRSR_DEBUG": "1"}, True), ({"JSONARGPARSE_DEBUG": "true"}, True),

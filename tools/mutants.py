@@ -849,6 +849,14 @@ MUTANTS = [
     Mutant("M345", "benchmarks/speed.py", "    loss_fn = functools.partial(LOSSES.get(loss), **(options or {}))\n    opt",
            "    loss_fn = LOSSES.get(loss)\n    opt", "tests/test_benchmark_scripts.py",
            "speed.py times STOSA with the hinge weight it trains with"),
+    Mutant("M346", "src/awrsr/models/stosa.py", "positions=wants_position_embedding(cfg, blocks),", "positions=True,",
+           "tests/models/test_stosa.py", "STOSA reads model.position_embedding (it used to keep both tables whatever it said)"),
+    Mutant("M347", "src/awrsr/run_config.py",
+           '    ("model.pattern_positions", "model.attention \'linear\'", lambda model, train: model.attention == "linear"),\n', "",
+           "tests/test_run_config.py", "window positions on Average or Exponential are named as changing nothing"),
+    Mutant("M348", "src/awrsr/run_config.py", '(model.attention == "calibrated" and model.ac_lite))\n     and model.refine == "none"',
+           '(model.attention == "calibrated" and model.ac_lite))', "tests/test_run_config.py",
+           "model.fused_attention is unread on a refined model"),
 ]
 
 

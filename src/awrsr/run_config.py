@@ -199,6 +199,12 @@ _READ_ONLY_BY: tuple[tuple[str, str, Any], ...] = (
     ("model.refine_blocks", "a model.refine other than 'none'", lambda model, train: model.refine != "none"),
     *((f"model.{key}", "a refinement built on n x n matrices",
        lambda model, train: reads_matrix_options(model)) for key in ("refine_per_head", "refine_scale", "refine_init_std")),
+    # average ignores positions and exponential only sees their differences: the same weights either way
+    ("model.pattern_positions", "model.attention 'linear'", lambda model, train: model.attention == "linear"),
+    # a speed switch of dot-product attention (AC-TSR's lite variant serves with it) when nothing refines it
+    ("model.fused_attention", "model.attention 'dot' (or 'calibrated' with model.ac_lite) and model.refine 'none'",
+     lambda model, train: (model.attention == "dot" or (model.attention == "calibrated" and model.ac_lite))
+     and model.refine == "none"),
     ("train.pvn_weight", "train.loss 'stosa'", lambda model, train: train.loss == "stosa"),
     ("train.num_negatives", "a train.loss other than 'ce'", lambda model, train: train.loss != "ce"),
     ("train.adversarial_alpha", "model.attention 'calibrated'", lambda model, train: model.attention == "calibrated"),

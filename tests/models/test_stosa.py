@@ -187,6 +187,20 @@ def test_the_embedding_is_each_streams_layer_norm_and_the_covariance_elu_plus_on
         assert torch.allclose(out[0, slot], torch.cat([normalised, cov]), atol=1e-4)
 
 
+def test_position_embedding_false_gives_stosa_no_position_tables():
+    """model.position_embedding is read by STOSA too: without it an item embeds alike on every
+    slot; with it (the default) the two position tables make the slots differ."""
+    items = torch.tensor([[0, 0, 0, 0, 0, 3, 3, 3]])
+    without = tiny_stosa(position_embedding=False)
+    assert without.embedding.mean_positions is None and without.embedding.cov_positions is None
+    assert "embedding.mean_positions.weight" not in without.state_dict()
+    out = without.embedding(items)[0]
+    assert torch.allclose(out[-1], out[-2]) and torch.allclose(out[-1], out[-3])
+    out = tiny_stosa().embedding(items)[0]
+    assert not torch.allclose(out[-1], out[-2])
+    assert tiny_stosa(position_embedding=True).embedding.mean_positions is not None
+
+
 def test_stosa_with_m_stoc_fits_beats_popularity_and_recommends(tmp_path):
     from awrsr.infer import Recommender
     from awrsr.train import TrainConfig

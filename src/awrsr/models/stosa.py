@@ -15,6 +15,7 @@ from awrsr.models.base import SequenceBackbone
 from awrsr.models.config import ModelConfig
 from awrsr.models.parts import build_attention
 from awrsr.models.registry import MODELS
+from awrsr.models.sasrec import wants_position_embedding
 from awrsr.nn.attention.wasserstein import positive
 from awrsr.nn.block import TransformerBlock
 from awrsr.nn.embedding import GaussianItemEmbedding
@@ -76,7 +77,7 @@ def build_stosa(cfg: ModelConfig, num_items: int) -> STOSA:
         max_len=cfg.max_len,
         embedding=GaussianItemEmbedding(
             num_items=num_items, max_len=cfg.max_len, hidden_size=cfg.hidden_size, dropout=cfg.dropout,
-            norm_eps=cfg.norm_eps,
+            norm_eps=cfg.norm_eps, positions=wants_position_embedding(cfg, blocks),
         ),
         blocks=blocks,
         final_norm=StreamwiseLayerNorm(cfg.hidden_size, eps=cfg.norm_eps),

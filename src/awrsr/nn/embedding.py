@@ -44,24 +44,29 @@ class ItemPositionEmbedding(nn.Module):
 
 class GaussianItemEmbedding(nn.Module):
     """STOSA's stochastic embeddings: each item is a diagonal Gaussian with a mean embedding and a
-    covariance embedding, each with its own position embedding (counted back from the last slot),
-    LayerNorm and dropout. Returns the two streams side by side, [mean | covariance] (B, n, 2d);
-    covariances pass through ELU + 1 so they are positive.
+    covariance embedding, each with its own position embedding (counted back from the last slot;
+    none without ``positions``), LayerNorm and dropout. Returns the two streams side by side,
+    [mean | covariance] (B, n, 2d); covariances pass through ELU + 1 so they are positive.
     """
 
-    def __init__(self, *, num_items: int, max_len: int, hidden_size: int, dropout: float, norm_eps: float = 1e-8) -> None:
+    def __init__(
+        self, *, num_items: int, max_len: int, hidden_size: int, dropout: float, norm_eps: float = 1e-8,
+        positions: bool = True,
+    ) -> None:
         super().__init__()
         self.mean_items = nn.Embedding(num_items + 1, hidden_size, padding_idx=0)
         self.cov_items = nn.Embedding(num_items + 1, hidden_size, padding_idx=0)
-        self.mean_positions = nn.Embedding(max_len, hidden_size)
-        self.cov_positions = nn.Embedding(max_len, hidden_size)
+        self.mean_positions = nn.Embedding(max_len, hidden_size) if positions else None
+        self.cov_positions = nn.Embedding(max_len, hidden_size) if positions else None
         self.mean_norm = nn.LayerNorm(hidden_size, eps=norm_eps)
         self.cov_norm = nn.LayerNorm(hidden_size, eps=norm_eps)
         self.dropout = Dropout(dropout)
 
     def forward(self, input_ids: Tensor) -> Tensor:
-        n = input_ids.shape[1]
-        positions = torch.arange(n - 1, -1, -1, device=input_ids.device)  # distance from the last slot
-        mean = self.mean_norm(self.mean_items(input_ids) + self.mean_positions(positions))
-        cov = nn.functional.elu(self.cov_norm(self.cov_items(input_ids) + self.cov_positions(positions))) + 1.0
+        mean, cov = self.mean_items(input_ids), self.cov_items(input_ids)
+        if self.mean_positions is not None:
+            positions = torch.arange(input_ids.shape[1] - 1, -1, -1, device=input_ids.device)  # distance from the last slot
+            mean, cov = mean + self.mean_positions(positions), cov + self.cov_positions(positions)
+        mean = self.mean_norm(mean)
+        cov = nn.functional.elu(self.cov_norm(cov)) + 1.0
         return self.dropout(torch.cat([mean, cov], dim=-1))  # (B, n, 2d)
