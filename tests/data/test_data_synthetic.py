@@ -6,7 +6,7 @@ import pytest
 
 from awrsr.data import DataConfig, SyntheticConfig, load_sequence_data, make_synthetic_interactions
 from awrsr.data.synthetic import planted_successors, popularity, successor_cycle
-from awrsr.errors import ConfigError
+from awrsr.errors import ConfigError, FieldValueError
 
 
 def test_deterministic_for_a_seed_and_different_for_another():
@@ -74,6 +74,15 @@ def test_default_config_loads_through_the_pipeline():
 def test_impossible_synthetic_values(field, value):
     with pytest.raises(ConfigError, match=f"data.synthetic.{field}"):
         SyntheticConfig(**{"min_length": 10, field: value})
+
+
+def test_a_longest_history_of_3_is_refused_before_any_data_is_made():
+    """3 items are leave-one-out's minimum to evaluate a user, but training needs one more (the
+    fit used to generate the data and then stop on "no user has 2 training interactions")."""
+    with pytest.raises(FieldValueError, match="data.synthetic.max_length must be >= 4, got 3") as caught:
+        SyntheticConfig(min_length=3, max_length=3)
+    assert caught.value.field == "data.synthetic.max_length"
+    assert SyntheticConfig(min_length=3, max_length=4).max_length == 4
 
 
 def test_popularity_is_one_over_rank_normalised():

@@ -164,6 +164,20 @@ def test_dates_and_date_strings_order_events(tmp_path):
         read_interactions(path, config)
 
 
+@pytest.mark.parametrize("dates", [("05/01/2024", "04/02/2024", "03/03/2024"), ("05-01-2024", "04-02-2024", "03-03-2024"),
+                                   ("05.01.2024", "04.02.2024", "03.03.2024"), ("12/25/2023", "05/01/2024", "06/01/2024")])
+def test_dates_that_are_not_year_first_are_refused_as_ambiguous(tmp_path, dates):
+    """Day-first or month-first? polars would guess day-first and order a US log wrongly without a
+    word (a, b, c below read as 5 Jan, 4 Feb, 3 Mar; as US dates they are c, b, a)."""
+    path = tmp_path / "events.csv"
+    path.write_text("user_id,item_id,ts\n" + "".join(f"u0,{item},{day}\n" for item, day in zip("abc", dates)))
+    config = DataConfig(path=str(path), time_col="ts", min_user_interactions=0, min_item_interactions=0)
+    with pytest.raises(DataError, match=rf"events.csv:2: column 'ts' .*'{re.escape(dates[0])}', a date not in ISO 8601 order"):
+        read_interactions(path, config)
+    path.write_text("user_id,item_id,ts\nu0,a,2024-01-05\nu0,b,2024-02-04 10:00:00\nu0,c,2024-01-05T09:00:00\n")
+    assert sequences(load_sequence_data(config)) == [["a", "c", "b"]]  # 5 Jan 00:00, 5 Jan 09:00, 4 Feb
+
+
 def test_float_ids_must_be_whole_numbers():
     frame = pl.DataFrame({"user_id": [1.0, 2.0], "item_id": [3.0, 4.5]})
     with pytest.raises(DataError, match=r"row 1 .*'item_id'.*non-integer"):

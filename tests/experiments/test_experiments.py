@@ -77,6 +77,13 @@ def test_bad_search_space_is_a_clear_error(tmp_path):
     space.write_text("train.lr: [0.001]\nmodel.dropout: [0.2]\ntrain.lr: [0.1]\n")
     with pytest.raises(ConfigError, match=r"space.yaml, line 3: 'train.lr' is given twice"):
         load_search_space(space)
+    # a value twice is one trial twice: "2 trials" would run one, and max_trials would draw fewer
+    space.write_text("train.lr: [0.001, 1.0e-3]\n")
+    with pytest.raises(ConfigError, match=r"space.yaml: train.lr: 0.001 given twice"):
+        load_search_space(space)
+    space.write_text("model.refine_blocks: [[0], [0, 1], [0]]\ntrain.lr: [1, 1.0]\n")
+    with pytest.raises(ConfigError, match=r"model.refine_blocks: \[0\] given twice"):
+        load_search_space(space)
 
 
 def test_what_would_fail_every_trial_fails_once_before_any_trains(tmp_path):

@@ -1,5 +1,7 @@
 """Resuming a run from its last checkpoint continues it exactly where it stopped."""
 
+import pickle
+
 import polars as pl
 import pytest
 from rich.console import Console
@@ -55,8 +57,13 @@ def test_resume_refuses_another_configuration_and_a_missing_checkpoint(tmp_path)
     with pytest.raises(ConfigError, match=r"train.max_epochs \(1\) must be above the 1 epochs .* has trained"):
         fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, resume=True)  # a finished run: nothing to continue
     (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"truncated")
-    with pytest.raises(AwrsrError, match="last.ckpt: not a readable training checkpoint"):
+    with pytest.raises(AwrsrError, match="last.ckpt: not a readable training checkpoint") as caught:
         fit(**tiny_run_config(run_dir, max_epochs=2), console=QUIET, resume=True)
+    # a pickle that holds code, not tensors: named, without torch's advice to unpickle it anyway (and run it)
+    (run_dir / "checkpoints" / "last.ckpt").write_bytes(pickle.dumps({"epoch": print}, protocol=2))
+    with pytest.raises(AwrsrError, match=r"last.ckpt: not a readable training checkpoint \(not plain saved tensors\)") as caught:
+        fit(**tiny_run_config(run_dir, max_epochs=2), console=QUIET, resume=True)
+    assert "weights_only" not in str(caught.value)
 
 
 def test_a_resume_on_other_threads_says_it_may_not_be_exact(tmp_path):

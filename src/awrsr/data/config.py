@@ -59,7 +59,8 @@ class SyntheticConfig:
         _check_int(p + "num_users", self.num_users, 1)
         _check_int(p + "num_items", self.num_items, 2)
         _check_int(p + "min_length", self.min_length, 3)  # leave-one-out needs 3 items to evaluate a user
-        _check_int(p + "max_length", self.max_length, 3)
+        # the longest history also needs 2 items to train on (one next-item example) beside those 3
+        _check_int(p + "max_length", self.max_length, 4)
         if self.max_length < self.min_length:  # a pair: not one field's own range
             raise ConfigError(f"{p}max_length ({self.max_length}) must be >= {p}min_length ({self.min_length})")
         _check_int(p + "seed", self.seed, 0)

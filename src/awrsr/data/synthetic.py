@@ -43,8 +43,8 @@ def make_synthetic_interactions(cfg: SyntheticConfig) -> pl.DataFrame:
 
     Deterministic for ``cfg.seed``.
 
-    >>> make_synthetic_interactions(SyntheticConfig(num_users=3, num_items=5, min_length=3, max_length=3)).height
-    9
+    >>> make_synthetic_interactions(SyntheticConfig(num_users=3, num_items=5, min_length=4, max_length=4)).height
+    12
     """
     rng = np.random.default_rng(cfg.seed)
     succ = successor_cycle(cfg.num_items, rng)  # drawn first, so planted_successors() matches

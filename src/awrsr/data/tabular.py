@@ -536,19 +536,35 @@ def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series
     raise DataError(f"{source}: column {series.name!r} (data.time_col) has type {dtype}; expected numbers or dates")
 
 
+# Dates are read only in ISO 8601 order (year first): polars would infer 05/01/2024 as day-first,
+# so a US log whose days are all <= 12 would train on a silently wrong order.
+_ISO_DATE = r"^\d{4}-\d{2}-\d{2}"
+_OTHER_DATE = r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}"
+
+
 def _time_strings(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series:
-    """Parse a text time column as dates, or as numbers written as text; else name the first misfit."""
-    try:
-        return series.str.to_datetime(strict=True)
-    except pl.exceptions.PolarsError:
-        pass
+    """Parse a text time column as ISO dates, or as numbers written as text; else name the first misfit."""
+    iso = series.str.contains(_ISO_DATE).fill_null(False)
+    if iso.all():
+        try:
+            return series.str.to_datetime(strict=True)
+        except pl.exceptions.PolarsError:
+            pass
     numbers = series.cast(pl.Float64, strict=False)
     is_number = numbers.is_finite().fill_null(False)
     if is_number.all():
         ints = series.cast(pl.Int64, strict=False)
         return numbers if ints.null_count() else ints
+    other_date = ~iso & series.str.contains(_OTHER_DATE).fill_null(False)
+    if other_date.any():
+        bad = int(other_date.arg_max())
+        raise DataError(
+            f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) holds {series[bad]!r}, a date "
+            "not in ISO 8601 order: whether its first number is the day or the month cannot be told, so the "
+            "events' order would be a guess; write dates as 2024-01-05 or 2024-01-05T10:30:00, or use numbers"
+        )
     try:  # the date format is inferred from the first value
-        is_date = series.str.to_datetime(strict=False).is_not_null()
+        is_date = iso & series.str.to_datetime(strict=False).is_not_null()
     except pl.exceptions.PolarsError:  # no date format fits the first value
         is_date = pl.Series([False] * series.len())
     # Judge each value against what most values are, so the message quotes the misfit.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import pickle
 import shutil
 import sys
 import warnings
@@ -196,7 +197,9 @@ def _read_checkpoint(path: Path) -> dict:
         int(state["epoch"])
         return state
     except Exception as err:  # a truncated or foreign file: say which, not torch's unpickling trace
-        raise AwrsrError(f"{path}: not a readable training checkpoint ({type(err).__name__}: {err})") from None
+        # torch's unpickling message advises loading with weights_only=False, which runs the file's code
+        detail = "not plain saved tensors" if isinstance(err, pickle.UnpicklingError) else f"{type(err).__name__}: {err}"
+        raise AwrsrError(f"{path}: not a readable training checkpoint ({detail})") from None
 
 
 def checkpoint_epochs(path: Path) -> int:
