@@ -335,3 +335,9 @@ def test_evaluate_says_when_ids_once_read_as_integers_are_now_text(tmp_path):
     fit(**cfg, console=Console(quiet=True))
     with pytest.raises(ArtifactError, match="read as text now but were integers at training"):
         evaluate(tmp_path / "run", data_path=str(padded), console=Console(quiet=True))
+    # other ids altogether: the data differs, and leading zeros are not the reason
+    named = tmp_path / "named.csv"
+    named.write_text("user_id,item_id\n" + "".join(f"{u},i{i}\n" for u, i in rows))
+    with pytest.raises(ArtifactError, match="is not the dataset this model was trained on") as caught:
+        evaluate(tmp_path / "run", data_path=str(named), console=Console(quiet=True))
+    assert "leading zeros" not in str(caught.value)

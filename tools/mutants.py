@@ -867,6 +867,9 @@ MUTANTS = [
            'detail = "not plain saved tensors" if isinstance(err, pickle.UnpicklingError) else f"{type(err).__name__}: {err}"',
            'detail = f"{type(err).__name__}: {err}"', "tests/train/test_resume.py",
            "a checkpoint that is not plain tensors is named without torch's advice to unpickle it"),
+    Mutant("M353", "src/awrsr/workflows.py",
+           '                and all(i.isdigit() for i in ids) and any(len(i) > 1 and i.startswith("0") for i in ids)):',
+           "                ):", "tests/test_end_to_end.py", "the leading-zeros hint only where zeros can be the cause"),
 ]
 
 

@@ -512,7 +512,10 @@ def _check_same_data(artifact: LoadedArtifact, dataset: SequenceData) -> None:
     try:
         _check_fingerprint(artifact.metrics, dataset, artifact.directory)
     except ArtifactError as err:
-        if artifact.vocab.id_type == "int" and dataset.item_vocab.id_type == "str":
+        ids = dataset.item_vocab.ids
+        # the hint fits only ids that could have been integers once: digits, some with a leading 0
+        if (artifact.vocab.id_type == "int" and dataset.item_vocab.id_type == "str"
+                and all(i.isdigit() for i in ids) and any(len(i) > 1 and i.startswith("0") for i in ids)):
             raise ArtifactError(
                 f"{err}; its item ids are read as text now but were integers at training: since awrsr 0.1.0's "
                 "session-12 change, CSV/TSV ids written with leading zeros (007) stay text, so 007 and 7 are two items"
