@@ -859,7 +859,7 @@ MUTANTS = [
            "model.fused_attention is unread on a refined model"),
     Mutant("M349", "src/awrsr/data/tabular.py", '_ISO_DATE = r"^\\d{4}-\\d{2}-\\d{2}"', '_ISO_DATE = r""',
            "tests/data/test_data_tabular.py", "a date not written year first is refused, not read day-first"),
-    Mutant("M350", "src/awrsr/experiments/tune.py", "        if len(set(seen)) < len(seen):", "        if False:",
+    Mutant("M350", "src/awrsr/experiments/tune.py", "            if texts.count(text) > 1:", "            if False:",
            "tests/experiments/test_experiments.py", "a search space value given twice is refused"),
     Mutant("M351", "src/awrsr/data/config.py", "self.max_length, 4)", "self.max_length, 3)",
            "tests/data/test_data_synthetic.py", "synthetic histories of at most 3 items cannot train"),

@@ -48,10 +48,10 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
     for key, values in space.items():
         if "." not in str(key) or not isinstance(values, list) or not values:
             raise ConfigError(f"{path}: {key!r} must be a dotted config key (e.g. train.lr) with a non-empty list")
-        seen = [json.dumps(value, sort_keys=True) for value in values]
-        repeated = next((value for value, text in zip(values, seen) if seen.count(text) > 1), None)
-        if len(set(seen)) < len(seen):  # one trial (one id) twice: the count and max_trials would be off
-            raise ConfigError(f"{path}: {key}: {repeated!r} given twice")
+        texts = [json.dumps(value, sort_keys=True) for value in values]  # as trial_id sees them
+        for value, text in zip(values, texts):
+            if texts.count(text) > 1:  # one trial (one id) twice: the count and max_trials would be off
+                raise ConfigError(f"{path}: {key}: {value!r} given twice")
     check_known_keys(space, f"{path}: ")
     return space
 
