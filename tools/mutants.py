@@ -870,6 +870,11 @@ MUTANTS = [
     Mutant("M353", "src/awrsr/workflows.py",
            '                and all(i.isdigit() for i in ids) and any(len(i) > 1 and i.startswith("0") for i in ids)):',
            "                ):", "tests/test_end_to_end.py", "the leading-zeros hint only where zeros can be the cause"),
+    # session 38: AC-TSR's B is A_comb, not a refinement
+    Mutant("M354", "src/awrsr/experiments/figures.py", 'else f"B ({w.made_by})"', 'else "B (refined)"',
+           "tests/experiments/test_figures.py", "a calibrated B is titled by its calibration, not as refined"),
+    Mutant("M355", "src/awrsr/infer/recommender.py", "refined, [w.made_by for w in weights])", "refined)",
+           "tests/infer/test_recommender.py", "AttentionMaps say what made each layer's B"),
 ]
 
 

@@ -200,6 +200,19 @@ def test_attention_without_refinement_is_drawn_as_a_alone(trained_run):
     assert [name for name, _ in rows[1]] == ["layer 2: A (base)", "layer 2: B = A (block not refined)"]
 
 
+@pytest.mark.parametrize(("refine", "b_name"), [("none", "B (calibrated)"), ("simp", "B (calibrated, then refined)")])
+def test_calibrated_attention_is_titled_by_its_calibration(refine, b_name):
+    # Under refine: none, AC-TSR's B is A_comb: titling it "refined" would credit a refinement.
+    inputs = torch.tensor([[0, 0, 3, 4, 5, 6, 7, 8]])
+    model = build_tiny("sasrec", "calibrated", refine).eval()
+    rows = attention_panels(model.encode(inputs, need_weights=True)[1])
+    assert [name for name, _ in rows[0]] == ["layer 1: A (base)", f"layer 1: {b_name}"]
+    lite = build_tiny("sasrec", "calibrated", "none", ac_lite=True).eval()  # serves as plain attention
+    assert [name for row in attention_panels(lite.encode(inputs, need_weights=True)[1]) for name, _ in row] == [
+        "layer 1: A (no refinement)", "layer 2: A (no refinement)"
+    ]
+
+
 def copy_run(trained_run, target):
     shutil.copytree(trained_run.run_dir, target, ignore=shutil.ignore_patterns("checkpoints", "figures"))
     return target

@@ -36,7 +36,7 @@ def test_attention_maps_are_the_models_weights_over_the_real_positions(options):
     np.testing.assert_allclose(maps.refined.sum(-1), 1.0, atol=1e-5)
     if not bert:  # causal: nothing right of the diagonal
         assert np.all(np.triu(maps.base, k=1) == 0) and np.all(np.triu(maps.refined, k=1) == 0)
-    assert maps.is_refined
+    assert maps.is_refined and maps.made_by == ["refined", "refined"]
     with torch.no_grad():  # the same numbers as the model's own weights
         inputs = model.next_inputs(torch.from_numpy(rec.vocab.encode(history[-6:])).unsqueeze(0))
         weights = model.encode(inputs, need_weights=True)[1]
@@ -53,6 +53,15 @@ def test_attention_maps_are_the_models_weights_over_the_real_positions(options):
     np.testing.assert_allclose(shorter.refined.sum(-1), 1.0, atol=1e-5)  # nothing of the rows was in the padding
     with pytest.raises(UnknownItemError, match="'x'"):
         rec.attention(["i3", "x"])
+
+
+def test_attention_maps_of_calibrated_attention_say_so():
+    # AC-TSR's B is A_comb even under refine: none: the maps must not credit a refinement.
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(max_len=6, hidden_size=8, num_heads=2, num_blocks=2, attention="calibrated"), 9)
+    rec = Recommender(model, Vocabulary([f"i{x}" for x in range(1, 10)]), max_len=6)
+    maps = rec.attention(["i3", "i1", "i7"])
+    assert maps.is_refined and maps.made_by == ["calibrated", "calibrated"]
 
 
 def test_exclusions_and_flags_of_the_wrong_kind_are_clear_errors(trained_run):

@@ -279,15 +279,16 @@ def _pick_user_id(user_ids: list, test_users: np.ndarray, user_id: str) -> int:
 
 
 def attention_panels(weights: Sequence[AttentionWeights]) -> list[list[tuple[str, torch.Tensor]]]:
-    """Per layer, the (title, weights) panels to draw: A and the refined B, or A alone when no
-    layer is refined (a B panel identical to A would look like a refinement that did nothing)."""
+    """Per layer, the (title, weights) panels to draw: A and B, titled by what made B (a
+    refinement, or AC-TSR's calibration), or A alone when B is A in every layer (a B panel
+    identical to A would look like a refinement that did nothing)."""
     unrefined = [w.refined is w.base or torch.equal(w.refined, w.base) for w in weights]
     rows = []
     for layer, (w, same) in enumerate(zip(weights, unrefined), 1):
         if all(unrefined):
             rows.append([(f"layer {layer}: A (no refinement)", w.base)])
         else:  # some blocks refined (model.refine_blocks): say which B is only A
-            b_name = "B = A (block not refined)" if same else "B (refined)"
+            b_name = "B = A (block not refined)" if same else f"B ({w.made_by})"
             rows.append([(f"layer {layer}: A (base)", w.base), (f"layer {layer}: {b_name}", w.refined)])
     return rows
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AbstractSet, Iterable, Literal, Mapping, NamedTuple, Sequence, get_args
 
@@ -54,15 +54,19 @@ class AttentionMaps:
     ask for the next item.
     ``base[layer, head]`` is A, the attention weights after the masked softmax (n x n; a causal
     model's row i is zero right of column i); ``refined[layer, head]`` is B, the matrix actually
-    multiplied into the values (equal to A in a block that is not refined). Rows sum to one."""
+    multiplied into the values (equal to A in a block that is not refined). Rows sum to one.
+    ``made_by[layer]`` names what turned that layer's A into B where they differ: "refined", or
+    in a calibrated AC-TSR model "calibrated" (B is then A_comb, even without a refinement)."""
 
     items: list
     base: np.ndarray  # (layers, heads, n, n) float32
     refined: np.ndarray  # (layers, heads, n, n) float32
+    made_by: list[str] = field(default_factory=list)
 
     @property
     def is_refined(self) -> bool:
-        """Whether any layer's B differs from its A."""
+        """Whether any layer's B differs from its A (by a refinement, or, in a calibrated
+        AC-TSR model, by its calibration)."""
         return not np.array_equal(self.base, self.refined)
 
 
@@ -190,7 +194,7 @@ class Recommender:
         items = [self.vocab.decode([i])[0] if 1 <= i <= len(self.vocab) else "[mask]" for i in read]
         base = torch.stack([w.base[0, :, -n:, -n:] for w in weights]).float().cpu().numpy()
         refined = torch.stack([w.refined[0, :, -n:, -n:] for w in weights]).float().cpu().numpy()
-        return AttentionMaps(items, base, refined)
+        return AttentionMaps(items, base, refined, [w.made_by for w in weights])
 
     @torch.no_grad()
     def top_k(

@@ -22,10 +22,13 @@ if TYPE_CHECKING:
 @dataclass
 class AttentionWeights:
     """One layer's weights per head: ``base`` is A (after the masked softmax), ``refined`` is the
-    matrix actually multiplied into the values (equal to ``base`` without refinement)."""
+    matrix actually multiplied into the values (equal to ``base`` without refinement).
+    ``made_by`` names, for titles, what turned A into ``refined`` where they differ: a
+    refinement, or AC-TSR's calibration (then ``refined`` is A_comb, even under ``refine: none``)."""
 
     base: Tensor  # (B, h, n, n)
     refined: Tensor  # (B, h, n, n)
+    made_by: str = "refined"
 
 
 class Attention(Protocol):

@@ -167,7 +167,8 @@ class CalibratedAttention(DotProductAttention):
             attend = gate * spatial + (1.0 - gate) * calibrated  # A_comb, eq. 16
         refined = self.refinement(attend, mask)
         out = dropout(refined, self.attn_dropout, self.training) @ v  # (B, h, n, d_h)
-        weights = AttentionWeights(base=spatial, refined=refined) if need_weights else None
+        made_by = self.mode if self.refinement.is_identity else f"{self.mode}, then refined"
+        weights = AttentionWeights(base=spatial, refined=refined, made_by=made_by) if need_weights else None
         return self.output(out.transpose(1, 2).reshape(B, n, d)), weights
 
 
