@@ -5,8 +5,26 @@ import pytest
 import torch
 
 from awrsr.data.sequences import EvalCases, Sequences
+from awrsr.errors import AwrsrError
 from awrsr.eval import FullRankingEvaluator, pessimistic_ranks, ranking_metrics
-from awrsr.eval.evaluator import rank_batch
+from awrsr.eval.evaluator import EvalBatch, rank_batch
+
+
+def test_float64_scores_are_ranked_in_float64():
+    # 1 + 1e-9 rounds to 1.0 in float32: a tie there, and ties count against the target.
+    class Float64Scores:
+        def score_next(self, input_ids):
+            return torch.tensor([[1.0, 1.0 + 1e-9, 0.5]], dtype=torch.float64)
+
+    empty = torch.zeros(0, dtype=torch.long)
+    batch = EvalBatch(torch.tensor([[1]]), torch.tensor([1]), empty, empty)
+    assert rank_batch(Float64Scores(), batch).tolist() == [1]
+
+
+def test_an_evaluator_without_cases_is_a_clear_error():
+    cases = EvalCases(np.zeros(0, np.int64), Sequences.from_lists([]), np.zeros(0, np.int64))
+    with pytest.raises(AwrsrError, match="nothing to evaluate"):
+        FullRankingEvaluator(cases, max_len=5)
 
 
 def test_ranks_by_hand_with_ties_counted_against_the_target():

@@ -99,6 +99,16 @@ def test_the_model_is_given_each_historys_last_max_len_items_left_padded():
     assert sorted(model.windows) == sorted([[7, 2, 9, 4, 5, 8], [0, 0, 0, 0, 6, 2]])
 
 
+def test_a_float64_model_is_ranked_in_float64():
+    # 1 + 1e-9 and 1 are one float32 number: rounding would let topk's tie order pick the first,
+    # which is wrong in one of the two orders.
+    for scores, best in (([1.0, 1.0 + 1e-9, 0.0], "b"), ([1.0 + 1e-9, 1.0, 0.0], "a")):
+        model = FixedScores([])
+        model.scores = torch.tensor(scores, dtype=torch.float64)
+        top = Recommender(model, Vocabulary(["a", "b", "c"]), max_len=4).recommend(["c"], k=1)
+        assert top[0].item == best
+
+
 def test_an_item_scored_plus_infinity_is_refused_not_recommended_first():
     # -inf is how filtered items are marked; +inf, like NaN, says the model is broken
     rec = Recommender(FixedScores([0.5, float("inf"), 0.1]), Vocabulary(["a", "b", "c"]), max_len=4)

@@ -139,6 +139,24 @@ def test_every_weight_matrix_keeps_the_invariants_in_both_modes(name, refine):
     assert not torch.allclose(calibrated[0].refined, perturbed_weights[0].refined, atol=1e-4)
 
 
+def test_a_float64_model_gets_its_distance_target_in_float64():
+    model = build_tiny("sasrec", "calibrated", "none").double()
+    _randomise_calibrators(model)
+    layer = calibrated_layers(model)[0]
+    generator = torch.Generator().manual_seed(3)
+    q, k = (torch.randn(1, layer.num_heads, 60, layer.head_size, generator=generator, dtype=torch.float64) for _ in "qk")
+    index = torch.arange(60, dtype=torch.float64)
+    distance = torch.log1p((index[:, None] - index[None, :]).abs())  # eq. 7 in float64
+    d_hat = (
+        torch.einsum("bhnd,hd->bhn", q, layer.distance_query)[..., :, None]
+        + torch.einsum("bhnd,hd->bhn", k, layer.distance_key)[..., None, :] + layer.distance_bias[:, None, None]
+    )
+    order_only = layer.spatial_scores(q, k) + 0.5 * layer.theta**2 * (distance - d_hat) ** 2
+    with torch.no_grad():
+        layer.theta.zero_()  # the same scores without the distance term
+        assert torch.allclose(order_only, layer.spatial_scores(q, k), rtol=0, atol=1e-11)
+
+
 def test_the_spatial_calibrator_starts_from_its_priors():
     """At initialisation o^ = 1/2 for every pair (no order preference) and d^ = 0 with theta = 1, so
     the spatial term is ln(1/2) - ln(1 + |i - j|)^2 / 2 whatever the queries and keys (docs/ac-tsr.md)."""

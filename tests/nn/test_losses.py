@@ -46,6 +46,16 @@ def test_losses_ignore_padded_positions(loss):
     assert torch.allclose(a, b)
 
 
+@pytest.mark.parametrize("loss", LOSSES.names())
+@pytest.mark.parametrize("item_weights", [True, False])
+def test_a_batch_without_real_positions_gives_zero_and_a_zero_gradient(loss, item_weights):
+    model, (hidden, _) = (DotModel(6) if item_weights else DistanceModel(6)), _batch()
+    hidden.requires_grad_(True)
+    value = LOSSES.get(loss)(model, hidden, torch.zeros(2, 5, dtype=torch.long), num_negatives=3, pvn_weight=0.5)
+    value.backward()  # nothing to learn: 0, not the NaN of a mean over no rows
+    assert value.item() == 0.0 and torch.equal(hidden.grad, torch.zeros_like(hidden))
+
+
 class DistanceModel(DotModel):
     """Scores by every item (``score_all``) and no item table: ce's path for STOSA-like models."""
 

@@ -11,6 +11,13 @@ def test_masked_softmax_hand_values_and_empty_rows():
     assert torch.equal(out[1], torch.zeros(3))  # all-masked row: zeros, not NaN
 
 
+def test_an_all_masked_row_of_very_negative_logits_gives_zeros_not_nan():
+    # -1e32 plus the float32 bias overflows to -inf: a row all -inf would softmax to NaN.
+    for value in (-1e32, -3e38):
+        out = masked_softmax(torch.full((2, 2), value), torch.tensor([[True, False], [False, False]]))
+        assert torch.equal(out, torch.tensor([[1.0, 0.0], [0.0, 0.0]])), value
+
+
 def test_mask_is_causal_and_hides_padding():
     ids = torch.tensor([[0, 0, 3, 4]])
     mask = AttentionMask.build(ids, causal=True).allowed[0, 0]

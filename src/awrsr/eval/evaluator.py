@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from awrsr.data import EvalCases
+from awrsr.errors import AwrsrError
 from awrsr.eval.metrics import pessimistic_ranks, ranking_metrics
 
 
@@ -77,11 +78,18 @@ def mask_items(scores: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
     return scores.index_put((rows, cols), torch.tensor(float("-inf"), device=scores.device, dtype=scores.dtype))
 
 
+def at_least_float32(scores: Tensor) -> Tensor:
+    """``scores`` lifted to float32 if narrower (bf16 scores would tie many items, and ties count
+    against the target), but never narrowed: a float64 model keeps the scores that tell its items
+    apart."""
+    return scores.to(torch.promote_types(scores.dtype, torch.float32))
+
+
 @torch.no_grad()
 def rank_batch(model: NextItemScorer, batch: EvalBatch) -> Tensor:
     """Pessimistic rank (B,) of each target among all items, seen items filtered when the batch
     carries them. The target itself is never filtered, even if it was seen before."""
-    scores = model.score_next(batch.input_ids).float()  # (B, I)
+    scores = at_least_float32(model.score_next(batch.input_ids))  # (B, I)
     return pessimistic_ranks(scores, batch.target_cols, (batch.seen_rows, batch.seen_cols))
 
 
@@ -99,6 +107,11 @@ class FullRankingEvaluator:
         self.ks = list(ks)
         self.filter_seen = filter_seen
         self.num_cases = len(cases.targets)
+        if not self.num_cases:  # the metrics would be means over nothing
+            raise AwrsrError(
+                "nothing to evaluate: no case has a target (leave-one-out gives a user a test case "
+                "only from 3 interactions)"
+            )
         self.batches = build_eval_batches(cases, max_len, batch_size, filter_seen)
         self._restore = torch.from_numpy(np.argsort(eval_order(cases)))  # batch order -> case order
 

@@ -16,6 +16,7 @@ from awrsr.data.config import Duplicates
 from awrsr.data.preprocess import drop_duplicate_ids
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, UnknownItemError
 from awrsr.eval import mask_items
+from awrsr.eval.evaluator import at_least_float32
 from awrsr.infer.artifact import CONFIG_FILE, LoadedArtifact, load_artifact
 
 
@@ -221,7 +222,8 @@ class Recommender:
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
             batch = histories.select(rows)
-            batch_scores = self.model.score_next(torch.from_numpy(batch.to_padded(self.max_len)).to(self.device)).float()
+            windows = torch.from_numpy(batch.to_padded(self.max_len)).to(self.device)
+            batch_scores = at_least_float32(self.model.score_next(windows))
             if exclude_seen:
                 seen_rows = torch.from_numpy(np.repeat(np.arange(len(rows)), batch.lengths)).to(self.device)
                 batch_scores = mask_items(batch_scores, seen_rows, torch.from_numpy(batch.items - 1).to(self.device))

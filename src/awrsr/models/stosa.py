@@ -16,7 +16,7 @@ from awrsr.models.config import ModelConfig
 from awrsr.models.parts import build_attention
 from awrsr.models.registry import MODELS
 from awrsr.models.sasrec import wants_position_embedding
-from awrsr.nn.attention.wasserstein import positive
+from awrsr.nn.wasserstein import positive
 from awrsr.nn.block import TransformerBlock
 from awrsr.nn.embedding import GaussianItemEmbedding
 from awrsr.nn.feed_forward import PointWiseFeedForward

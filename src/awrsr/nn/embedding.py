@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from awrsr.nn.dropout import Dropout
+from awrsr.nn.wasserstein import positive
 
 
 class ItemPositionEmbedding(nn.Module):
@@ -68,5 +69,5 @@ class GaussianItemEmbedding(nn.Module):
             positions = torch.arange(input_ids.shape[1] - 1, -1, -1, device=input_ids.device)  # distance from the last slot
             mean, cov = mean + self.mean_positions(positions), cov + self.cov_positions(positions)
         mean = self.mean_norm(mean)
-        cov = nn.functional.elu(self.cov_norm(cov)) + 1.0
+        cov = positive(self.cov_norm(cov))  # ELU + 1
         return self.dropout(torch.cat([mean, cov], dim=-1))  # (B, n, 2d)

@@ -7,6 +7,7 @@ targets (B, n) with 0 at padded positions, plus the shared options (``num_negati
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Protocol
 
 import torch
@@ -34,6 +35,19 @@ def _real_positions(hidden: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
     return hidden[real], targets[real]  # (N, d), (N,)
 
 
+def _zero_without_targets(loss: Loss) -> Loss:
+    """``loss``, but 0 (still part of the graph, so backward runs) for a batch without a real
+    position, rather than the NaN of a mean over no rows; as the chunked cross-entropy does."""
+
+    @functools.wraps(loss)
+    def guarded(model: ScoresItems, hidden: Tensor, targets: Tensor, *args, **kwargs) -> Tensor:
+        if not bool((targets > 0).any()):  # a sync, like the boolean indexing every loss does anyway
+            return hidden.sum() * 0.0
+        return loss(model, hidden, targets, *args, **kwargs)
+
+    return guarded
+
+
 def _uniform_negatives(num_items: int, shape: tuple[int, ...], device: torch.device) -> Tensor:
     # Uniform over real items 1..I. A negative may equal the positive with probability 1/I;
     # the losses below mask such collisions where they would distort the objective.
@@ -51,6 +65,7 @@ def _sampled_scores(model: ScoresItems, hidden: Tensor, targets: Tensor, k: int)
 
 
 @LOSSES.register("bce")
+@_zero_without_targets
 def binary_cross_entropy(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 1, **_: float
 ) -> Tensor:
@@ -62,6 +77,7 @@ def binary_cross_entropy(
 
 
 @LOSSES.register("ce")
+@_zero_without_targets
 def full_cross_entropy(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 0, **_: float
 ) -> Tensor:
@@ -78,6 +94,7 @@ def full_cross_entropy(
 
 
 @LOSSES.register("sampled_softmax")
+@_zero_without_targets
 def sampled_softmax(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 100, **_: float
 ) -> Tensor:
@@ -88,6 +105,7 @@ def sampled_softmax(
 
 
 @LOSSES.register("stosa")
+@_zero_without_targets
 def stosa_loss(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 1, pvn_weight: float = 0.0,
     **_: float,

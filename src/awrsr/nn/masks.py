@@ -34,8 +34,12 @@ class AttentionMask:
 
     @cached_property
     def logit_bias(self) -> Tensor:
-        """0 where allowed, the most negative float32 elsewhere (B, 1, n, n): masked_softmax's mask."""
-        return _additive(self.allowed, torch.finfo(torch.float32).min, torch.float32)
+        """0 where allowed, the most negative float32 elsewhere (B, 1, n, n): masked_softmax's mask.
+        An all-masked row gets 0 throughout: its finite logits then softmax to finite numbers that
+        ``row_factor`` zeroes, where logits below about -2e31 plus the bias would overflow to an
+        all -inf row, whose softmax is NaN (and NaN * 0 stays NaN)."""
+        empty_rows = ~self.allowed.any(dim=-1, keepdim=True)
+        return _additive(self.allowed | empty_rows, torch.finfo(torch.float32).min, torch.float32)
 
     @cached_property
     def row_factor(self) -> Tensor:

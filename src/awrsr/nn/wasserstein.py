@@ -11,6 +11,13 @@ import torch
 from torch import Tensor
 
 
+def positive(x: Tensor) -> Tensor:
+    """ELU(x) + 1 > 0, STOSA's map to covariances, computed as exp(x) for x <= 0: ELU's
+    e^x - 1 plus 1 cancels, so in bfloat16 covariances below 2^-8 came out in steps of 2^-8 or as
+    0 (and below about 1e-7 in float32)."""
+    return torch.where(x > 0, x + 1.0, torch.exp(x.clamp(max=0.0)))
+
+
 def gaussian_vectors(mean: Tensor, cov: Tensor) -> Tensor:
     """z = [mu, sqrt(diag cov)] (..., 2d) for means and positive diagonal covariances (..., d)."""
     return torch.cat([mean, cov.clamp_min(1e-12).sqrt()], dim=-1)

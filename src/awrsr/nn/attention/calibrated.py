@@ -39,11 +39,14 @@ from awrsr.nn.refine.base import Refinement
 Mode = Literal["calibrated", "perturbed"]
 
 
-def spatial_targets(n: int, device: torch.device) -> tuple[Tensor, Tensor]:
-    """The order o_ij = 1[i < j] (n, n) bool (eq. 6) and the distance d_ij = ln(1 + |i - j|) (n, n) (eq. 7)."""
+def spatial_targets(
+    n: int, device: torch.device, dtype: torch.dtype = torch.float32
+) -> tuple[Tensor, Tensor]:
+    """The order o_ij = 1[i < j] (n, n) bool (eq. 6) and the distance d_ij = ln(1 + |i - j|) (n, n)
+    of ``dtype`` (eq. 7)."""
     index = torch.arange(n, device=device)
     order = index[:, None] < index[None, :]
-    distance = torch.log1p((index[:, None] - index[None, :]).abs().float())
+    distance = torch.log1p((index[:, None] - index[None, :]).abs().to(dtype))
     return order, distance
 
 
@@ -117,7 +120,8 @@ class CalibratedAttention(DotProductAttention):
     def spatial_scores(self, q: Tensor, k: Tensor) -> Tensor:
         """s^(o) + s^(d) (B, h, n, n) for queries and keys (B, h, n, d_h) (eqs. 8-11)."""
         n = q.shape[-2]
-        order, distance = spatial_targets(n, q.device)
+        # the distance target at least in float32, and in float64 in a float64 model
+        order, distance = spatial_targets(n, q.device, torch.promote_types(q.dtype, torch.float32))
         # z_ij = q_i . w_q + k_j . w_k + b  (B, h, n, 1) + (B, h, 1, n) + (h, 1, 1)
         order_logit = (
             torch.einsum("bhnd,hd->bhn", q, self.order_query)[..., :, None]

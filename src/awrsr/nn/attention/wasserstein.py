@@ -9,19 +9,13 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
 from awrsr.nn.dropout import dropout
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
-from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances
-
-
-def positive(x: Tensor) -> Tensor:
-    """ELU(x) + 1 > 0: STOSA's map to covariances."""
-    return F.elu(x) + 1.0
+from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances, positive
 
 
 class WassersteinAttention(nn.Module):

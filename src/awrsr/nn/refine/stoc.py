@@ -4,13 +4,12 @@ mu_k = A_k W_mu, Sigma_k = ELU(A_k W_Sigma) + 1, and the refined logits are thei
 
 from __future__ import annotations
 
-import torch.nn.functional as F
 from torch import Tensor
 
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import REFINEMENTS
 from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
-from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances
+from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances, positive
 
 
 class StochasticRefinement(MatrixRefinement):
@@ -19,7 +18,7 @@ class StochasticRefinement(MatrixRefinement):
 
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
         mean = self.project(weights, self.mean)  # (B, h, n, n)
-        cov = F.elu(self.project(weights, self.cov)) + 1.0
+        cov = positive(self.project(weights, self.cov))  # ELU + 1
         z = gaussian_vectors(mean, cov)  # (B, h, n, 2n)
         return masked_softmax(-pairwise_squared_distances(z, z) * self.scale, mask)
 
