@@ -875,6 +875,23 @@ MUTANTS = [
            "tests/experiments/test_figures.py", "a calibrated B is titled by its calibration, not as refined"),
     Mutant("M355", "src/awrsr/infer/recommender.py", "refined, [w.made_by for w in weights])", "refined)",
            "tests/infer/test_recommender.py", "AttentionMaps say what made each layer's B"),
+    # session 38: the review of numerical robustness
+    Mutant("M356", "src/awrsr/nn/losses.py", "        if not bool((targets > 0).any()):", "        if False:",
+           "tests/nn/test_losses.py", "a batch without real positions gives 0, not NaN"),
+    Mutant("M357", "src/awrsr/eval/evaluator.py", "    return scores.to(torch.promote_types(scores.dtype, torch.float32))",
+           "    return scores.float()", "tests/eval/test_metrics.py", "float64 scores are not rounded into ties"),
+    Mutant("M358", "src/awrsr/infer/recommender.py", "            batch_scores = at_least_float32(self.model.score_next(windows))",
+           "            batch_scores = self.model.score_next(windows).float()", "tests/infer/test_recommender.py",
+           "a float64 model's recommendations are ranked in float64"),
+    Mutant("M359", "src/awrsr/nn/masks.py", "_additive(self.allowed | empty_rows,", "_additive(self.allowed,",
+           "tests/nn/test_masks.py", "an all-masked row of very negative logits gives zeros, not NaN"),
+    Mutant("M360", "src/awrsr/nn/wasserstein.py", "    return torch.where(x > 0, x + 1.0, torch.exp(x.clamp(max=0.0)))",
+           "    return torch.nn.functional.elu(x) + 1.0", "tests/models/test_stosa.py",
+           "STOSA's covariances keep their small values in bf16"),
+    Mutant("M361", "src/awrsr/eval/evaluator.py", "        if not self.num_cases:  # the metrics", "        if False:  # the metrics",
+           "tests/eval/test_metrics.py", "an evaluator without cases is a clear error"),
+    Mutant("M362", "src/awrsr/nn/attention/calibrated.py", "spatial_targets(n, q.device, torch.promote_types(q.dtype, torch.float32))",
+           "spatial_targets(n, q.device)", "tests/nn/test_calibrated.py", "a float64 AC-TSR model's distance target is float64"),
 ]
 
 
