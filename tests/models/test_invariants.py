@@ -140,6 +140,18 @@ def test_scores_cover_every_item_and_match_score_items(name, attention, refine):
 
 
 @COMBINATIONS
+def test_the_next_hidden_state_is_the_last_slot_of_the_forward_pass(name, attention, refine):
+    # next_hidden finalises the last slot alone; it must be exactly what forward gives there,
+    # on full windows, padded ones, windows narrower than max_len and a history of padding only.
+    model = build_tiny(name, attention, refine, "random").eval()
+    ids = torch.cat([_histories(), torch.zeros(1, 8, dtype=torch.long)])
+    with torch.no_grad():
+        for window in (ids, ids[:, -3:]):
+            inputs = model.next_inputs(window)
+            assert torch.equal(model.next_hidden(window), model(inputs)[:, -1])
+
+
+@COMBINATIONS
 @PARAMETERS
 def test_training_step_gives_finite_gradients(name, attention, refine, parameters):
     from awrsr.nn.losses import LOSSES

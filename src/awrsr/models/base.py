@@ -50,6 +50,8 @@ class SequenceBackbone(nn.Module):
         self.blocks = nn.ModuleList(blocks)
 
     def finalize(self, x: Tensor) -> Tensor:  # pragma: no cover - abstract
+        """The blocks' output (..., k) made into the hidden state that scores items, slot by slot
+        (``next_hidden`` finalises the last slot alone)."""
         raise NotImplementedError
 
     @property
@@ -73,6 +75,15 @@ class SequenceBackbone(nn.Module):
         Asking for the weights runs the full max_len window, so that they always have one shape.
         """
         n = input_ids.shape[1]
+        x, real, weights = self._run_blocks(input_ids, need_weights)
+        width = x.shape[1]
+        out = self.finalize(x) * real.unsqueeze(-1)  # padded positions output exactly zero
+        return (out[:, -n:] if width >= n else F.pad(out, (0, 0, n - width, 0))), weights
+
+    def _run_blocks(self, input_ids: Tensor, need_weights: bool) -> tuple[Tensor, Tensor, list[AttentionWeights]]:
+        """The blocks' output (B, width, k) before ``finalize``, the window's real slots (B, width)
+        and the per-layer weights, for left-padded ``input_ids`` (B, n); see ``encode``."""
+        n = input_ids.shape[1]
         if n > self.max_len:
             raise ValueError(f"input window {n} is longer than the model's max_len {self.max_len}")
         width = self.max_len if need_weights or not self.window_invariant else history_width(input_ids)
@@ -84,8 +95,7 @@ class SequenceBackbone(nn.Module):
             x, w = block(x, mask, need_weights=need_weights)
             if w is not None:
                 weights.append(w)
-        out = self.finalize(x) * mask.real.unsqueeze(-1)  # padded positions output exactly zero
-        return (out[:, -n:] if width >= n else F.pad(out, (0, 0, n - width, 0))), weights
+        return x, mask.real, weights
 
     def forward(self, input_ids: Tensor) -> Tensor:
         return self.encode(input_ids)[0]
@@ -102,8 +112,11 @@ class SequenceBackbone(nn.Module):
         return input_ids
 
     def next_hidden(self, input_ids: Tensor) -> Tensor:
-        """The hidden state (B, k) that scores the item following each history (B, n)."""
-        return self.forward(self.next_inputs(input_ids))[:, -1]
+        """The hidden state (B, k) that scores the item following each history (B, n): the last
+        slot's, finalised alone (``finalize`` works slot by slot, so this is ``forward(...)[:, -1]``
+        without finalising, and padding back, every other slot)."""
+        x, real, _ = self._run_blocks(self.next_inputs(input_ids), need_weights=False)
+        return self.finalize(x[:, -1]) * real[:, -1:]
 
     def score_next(self, input_ids: Tensor) -> Tensor:
         """Scores (B, num_items) of the next item after each history in ``input_ids`` (B, n)."""
