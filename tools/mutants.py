@@ -892,6 +892,10 @@ MUTANTS = [
            "tests/eval/test_metrics.py", "an evaluator without cases is a clear error"),
     Mutant("M362", "src/awrsr/nn/attention/calibrated.py", "spatial_targets(n, q.device, torch.promote_types(q.dtype, torch.float32))",
            "spatial_targets(n, q.device)", "tests/nn/test_calibrated.py", "a float64 AC-TSR model's distance target is float64"),
+    # session 38: the review of the hot paths
+    Mutant("M363", "src/awrsr/models/base.py", "        return self.finalize(x[:, -1]) * real[:, -1:]",
+           "        return self.finalize(x[:, -1])", "tests/models/test_invariants.py",
+           "the next hidden state of a padded last slot is zero, as forward gives it"),
 ]
 
 
