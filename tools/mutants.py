@@ -883,7 +883,7 @@ MUTANTS = [
     Mutant("M358", "src/awrsr/infer/recommender.py", "            batch_scores = at_least_float32(self.model.score_next(windows))",
            "            batch_scores = self.model.score_next(windows).float()", "tests/infer/test_recommender.py",
            "a float64 model's recommendations are ranked in float64"),
-    Mutant("M359", "src/awrsr/nn/masks.py", "_additive(self.allowed | empty_rows,", "_additive(self.allowed,",
+    Mutant("M359", "src/awrsr/nn/masks.py", "masked = torch.where(self.row_factor > 0, lowest, 0.0)", "masked = lowest",
            "tests/nn/test_masks.py", "an all-masked row of very negative logits gives zeros, not NaN"),
     Mutant("M360", "src/awrsr/nn/wasserstein.py", "    return torch.where(x > 0, x + 1.0, torch.exp(x.clamp(max=0.0)))",
            "    return torch.nn.functional.elu(x) + 1.0", "tests/models/test_stosa.py",

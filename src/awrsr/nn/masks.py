@@ -38,8 +38,9 @@ class AttentionMask:
         An all-masked row gets 0 throughout: its finite logits then softmax to finite numbers that
         ``row_factor`` zeroes, where logits below about -2e31 plus the bias would overflow to an
         all -inf row, whose softmax is NaN (and NaN * 0 stays NaN)."""
-        empty_rows = ~self.allowed.any(dim=-1, keepdim=True)
-        return _additive(self.allowed | empty_rows, torch.finfo(torch.float32).min, torch.float32)
+        lowest = torch.tensor(torch.finfo(torch.float32).min, device=self.allowed.device)
+        masked = torch.where(self.row_factor > 0, lowest, 0.0)  # (.., n, 1): 0 on empty rows
+        return torch.where(self.allowed, 0.0, masked)  # one pass over (B, 1, n, n), as without them
 
     @cached_property
     def row_factor(self) -> Tensor:
