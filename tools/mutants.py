@@ -197,7 +197,7 @@ MUTANTS = [
            "return isinstance(other, Vocabulary) and self.id_type == other.id_type and self._ids == other._ids",
            "return isinstance(other, Vocabulary) and len(self) == len(other)", "tests/data/test_data_vocab.py",
            "vocabularies are equal only with the same ids, order and type"),
-    Mutant("M51", "src/awrsr/nn/masks.py", "torch.finfo(torch.float32).min, torch.float32)", "-30.0, torch.float32)",
+    Mutant("M51", "src/awrsr/nn/masks.py", "lowest = torch.tensor(torch.finfo(torch.float32).min,", "lowest = torch.tensor(-30.0,",
            "tests/nn/test_masks.py", "masked keys get exactly 0 weight, even against a much larger logit"),
     Mutant("M52", "src/awrsr/nn/masks.py", "allowed = real[:, None, :, None] & real[:, None, None, :]",
            "allowed = real[:, None, None, :].expand(-1, -1, real.shape[1], -1)", "tests/nn/test_masks.py",
