@@ -896,6 +896,10 @@ MUTANTS = [
     Mutant("M363", "src/awrsr/models/base.py", "        return self.finalize(x[:, -1]) * real[:, -1:]",
            "        return self.finalize(x[:, -1])", "tests/models/test_invariants.py",
            "the next hidden state of a padded last slot is zero, as forward gives it"),
+    # session 38: the README walkthrough
+    Mutant("M364", "src/awrsr/experiments/figures.py", "bbox_extra_artists=[*legends, *fig.texts])",
+           "bbox_extra_artists=legends)", "tests/experiments/test_figures.py",
+           "a saved figure keeps its title (the attention figure's user and seed)"),
 ]
 
 

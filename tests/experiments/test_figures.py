@@ -186,6 +186,27 @@ def test_frame_run_needs_its_data_for_evaluate_and_plot(frame_run, tmp_path, cap
     assert evaluate(run_dir, frame=frame, console=Console(quiet=True))["ndcg@10"] == pytest.approx(stored)
 
 
+@pytest.mark.parametrize("legend", [False, True])
+def test_a_saved_figure_keeps_its_title(tmp_path, legend):
+    # The title names the user and seed of an attention figure: the tight crop must hold it.
+    from PIL import Image
+
+    from awrsr.experiments import figures
+    from awrsr.experiments.figures import _save
+
+    sizes = []
+    for title in ("", "test user 3 (user id u7), last 15 positions"):
+        fig, ax = figures.plt.subplots()
+        ax.plot([0, 1], [0, 1], label="a")
+        if legend:
+            ax.legend()
+        fig.suptitle(title)
+        _save(fig, tmp_path / "f.png")
+        figures.plt.close(fig)
+        sizes.append(Image.open(tmp_path / "f.png").size[1])
+    assert sizes[1] > sizes[0] + 10  # the title adds its line
+
+
 def test_attention_without_refinement_is_drawn_as_a_alone(trained_run):
     case = attention_case(trained_run.run_dir)
     _, weights = case.model.encode(case.inputs, need_weights=True)

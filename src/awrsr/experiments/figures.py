@@ -103,8 +103,10 @@ def _legend(ax: plt.Axes, title: str | None) -> None:
 def _save(fig: plt.Figure, out: Path) -> None:
     fig.tight_layout()
     # "tight" and the legends named: the file grows to hold a legend beside the axes
+    # (and the figure's texts, its title: a list given here replaces matplotlib's default one,
+    # so an empty or legends-only list cropped the title away)
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-    fig.savefig(out, dpi=120, bbox_inches="tight", bbox_extra_artists=legends)
+    fig.savefig(out, dpi=120, bbox_inches="tight", bbox_extra_artists=[*legends, *fig.texts])
 
 
 def plot_curves(
