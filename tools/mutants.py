@@ -876,7 +876,7 @@ MUTANTS = [
     Mutant("M355", "src/awrsr/infer/recommender.py", "refined, [w.made_by for w in weights])", "refined)",
            "tests/infer/test_recommender.py", "AttentionMaps say what made each layer's B"),
     # session 38: the review of numerical robustness
-    Mutant("M356", "src/awrsr/nn/losses.py", "        if not bool((targets > 0).any()):", "        if False:",
+    Mutant("M356", "src/awrsr/nn/losses.py", "    if not len(scores):\n        return _nothing_to_learn(hidden)\n    pos_loss", "    pos_loss",
            "tests/nn/test_losses.py", "a batch without real positions gives 0, not NaN"),
     Mutant("M357", "src/awrsr/eval/evaluator.py", "    return scores.to(torch.promote_types(scores.dtype, torch.float32))",
            "    return scores.float()", "tests/eval/test_metrics.py", "float64 scores are not rounded into ties"),

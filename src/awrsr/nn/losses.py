@@ -7,7 +7,6 @@ targets (B, n) with 0 at padded positions, plus the shared options (``num_negati
 
 from __future__ import annotations
 
-import functools
 from typing import Callable, Protocol
 
 import torch
@@ -35,17 +34,11 @@ def _real_positions(hidden: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
     return hidden[real], targets[real]  # (N, d), (N,)
 
 
-def _zero_without_targets(loss: Loss) -> Loss:
-    """``loss``, but 0 (still part of the graph, so backward runs) for a batch without a real
-    position, rather than the NaN of a mean over no rows; as the chunked cross-entropy does."""
-
-    @functools.wraps(loss)
-    def guarded(model: ScoresItems, hidden: Tensor, targets: Tensor, *args, **kwargs) -> Tensor:
-        if not bool((targets > 0).any()):  # a sync, like the boolean indexing every loss does anyway
-            return hidden.sum() * 0.0
-        return loss(model, hidden, targets, *args, **kwargs)
-
-    return guarded
+def _nothing_to_learn(hidden: Tensor) -> Tensor:
+    """The loss of a batch without a real position: 0, still part of the graph so that backward
+    runs, rather than the NaN of a mean over no rows (as the chunked cross-entropy does). Callers
+    test the row count their boolean indexing already knows: no second pass, no extra sync."""
+    return hidden.sum() * 0.0
 
 
 def _uniform_negatives(num_items: int, shape: tuple[int, ...], device: torch.device) -> Tensor:
@@ -65,19 +58,19 @@ def _sampled_scores(model: ScoresItems, hidden: Tensor, targets: Tensor, k: int)
 
 
 @LOSSES.register("bce")
-@_zero_without_targets
 def binary_cross_entropy(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 1, **_: float
 ) -> Tensor:
     """SASRec's loss: -log sigmoid(r_pos) - sum_j log(1 - sigmoid(r_neg_j)), k uniform negatives."""
     scores, collision = _sampled_scores(model, hidden, targets, num_negatives)  # (N, 1 + k)
+    if not len(scores):
+        return _nothing_to_learn(hidden)
     pos_loss = F.softplus(-scores[:, 0])  # = -log sigmoid(r_pos)
     neg_loss = F.softplus(scores[:, 1:]).masked_fill(collision[:, 1:], 0.0).sum(dim=1)
     return (pos_loss + neg_loss).mean()
 
 
 @LOSSES.register("ce")
-@_zero_without_targets
 def full_cross_entropy(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 0, **_: float
 ) -> Tensor:
@@ -87,6 +80,8 @@ def full_cross_entropy(
     without materialising every logit; other models give their full ``score_all``.
     """
     h, pos = _real_positions(hidden, targets)
+    if not len(h):
+        return _nothing_to_learn(hidden)
     item_weights = getattr(model, "item_weights", None)
     if item_weights is not None:
         return linear_cross_entropy(h, item_weights(), pos - 1)
@@ -94,18 +89,18 @@ def full_cross_entropy(
 
 
 @LOSSES.register("sampled_softmax")
-@_zero_without_targets
 def sampled_softmax(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 100, **_: float
 ) -> Tensor:
     """Softmax over the positive and k uniform negatives per position (collisions masked)."""
     scores, collision = _sampled_scores(model, hidden, targets, num_negatives)  # (N, 1 + k)
+    if not len(scores):
+        return _nothing_to_learn(hidden)
     scores = scores.masked_fill(collision, float("-inf"))
     return F.cross_entropy(scores, torch.zeros(scores.shape[0], dtype=torch.long, device=scores.device))
 
 
 @LOSSES.register("stosa")
-@_zero_without_targets
 def stosa_loss(
     model: ScoresItems, hidden: Tensor, targets: Tensor, num_negatives: int = 1, pvn_weight: float = 0.0,
     **_: float,
@@ -117,6 +112,8 @@ def stosa_loss(
     Needs a model whose scores are negative distances and that exposes ``item_vectors`` (STOSA).
     """
     h, pos = _real_positions(hidden, targets)
+    if not len(h):
+        return _nothing_to_learn(hidden)
     neg = _uniform_negatives(model.num_items, (pos.shape[0], num_negatives), h.device)
     distances = -model.score_items(h, torch.cat([pos[:, None], neg], dim=1))  # (N, 1 + k)
     valid = neg != pos[:, None]
