@@ -2,8 +2,11 @@
 # On a lent GPU machine (see docs/benchmarks.md, "Running on a lent GPU"): install the Python
 # packages it lacks from carried wheels, freeze a copy of the repository with the benchmark data
 # beside it (../shared/data, as the configs expect), and print what the machine is.
-# Run from the repository root there, with .whl/ and .devdata/ carried.
+# Run from the repository root there, with .whl/ and .devdata/ (benchmarks/device/prepare.sh) carried.
 set -e
+mkdir -p /tmp/site
+# prepare.sh carries polars' runtime unpacked and xz-compressed (a call's 64 MiB hold no 54 MB wheel)
+for archive in .whl/*.tar.xz; do if [ -e "$archive" ]; then tar xJf "$archive" -C /tmp/site; fi; done
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 rm -rf /tmp/awrsr && mkdir -p /tmp/awrsr /tmp/shared/data/ml-1m /tmp/shared/data/beauty /tmp/gpu
 cp -r src configs benchmarks /tmp/awrsr/  # the workers run this copy: later calls re-sync the repo
