@@ -292,6 +292,32 @@ def test_evaluate_refuses_data_other_than_the_training_data(trained_run, tmp_pat
         evaluate(trained_run.run_dir, data_path=str(other), console=Console(quiet=True))
 
 
+def test_a_model_of_three_files_still_refuses_changed_data(tmp_path):
+    """config.yaml, vocab.json and model.safetensors are a loadable model without metrics.json;
+    the data's fingerprint travels in the weights, so a changed file with the same items is still
+    refused (it used to be scored, with only the vocabulary checked)."""
+    import random
+
+    from awrsr.data import DataConfig
+
+    rng = random.Random(1)
+    rows = [(u, rng.randint(1, 30)) for u in range(1, 61) for _ in range(8)]
+    trained_on, changed = tmp_path / "data.csv", tmp_path / "changed.csv"
+    trained_on.write_text("user_id,item_id\n" + "".join(f"{u},{i}\n" for u, i in rows))
+    changed.write_text(trained_on.read_text() + "1,5\n")  # one more interaction, the same items
+    cfg = tiny_run_config(tmp_path / "run", max_epochs=1)
+    cfg["data"] = DataConfig(path=str(trained_on))
+    fit(**cfg, console=Console(quiet=True))
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("config.yaml", "vocab.json", "model.safetensors"):
+        shutil.copy(tmp_path / "run" / name, model / name)
+    assert load_artifact(model).metrics is None
+    evaluate(model, data_path=str(trained_on), console=Console(quiet=True))  # its own data: scored
+    with pytest.raises(ArtifactError, match=r"is not the dataset this model was trained on \(now 60 users, 30 items, 481"):
+        evaluate(model, data_path=str(changed), console=Console(quiet=True))
+
+
 def test_code_version_names_the_commit_and_uncommitted_changes(tmp_path, monkeypatch):
     import subprocess
 

@@ -900,6 +900,12 @@ MUTANTS = [
     Mutant("M364", "src/awrsr/experiments/figures.py", "bbox_extra_artists=[*legends, *fig.texts])",
            "bbox_extra_artists=legends)", "tests/experiments/test_figures.py",
            "a saved figure keeps its title (the attention figure's user and seed)"),
+    Mutant("M365", "src/awrsr/workflows.py", "stored = artifact.trained_on or (artifact.metrics or {}).get(\"dataset\")",
+           "stored = (artifact.metrics or {}).get(\"dataset\")", "tests/test_end_to_end.py",
+           "a model kept as its three files still refuses changed data (the weights' fingerprint)"),
+    Mutant("M366", "src/awrsr/infer/artifact.py", "    if trained_on is not None:\n        metadata[DATASET_METADATA]",
+           "    if False:\n        metadata[DATASET_METADATA]", "tests/test_end_to_end.py",
+           "the training data's fingerprint is saved in the weights file"),
 ]
 
 

@@ -222,7 +222,7 @@ def _fit(
     dataset = load_sequence_data(data, frame=frame)
     print_stats(dataset.stats, dataset.fingerprint, console=console)
     if started_with is not None:
-        _check_fingerprint(started_with, dataset, run_dir)
+        _check_fingerprint(started_with.get("dataset"), dataset, run_dir)
     split = leave_one_out(dataset)
     if len(split.valid.targets) == 0:
         raise AwrsrError("no user has the 3 interactions leave-one-out needs; nothing to validate on")
@@ -284,7 +284,7 @@ def _fit(
         "code_version": version,
         "machine": machine_record(outcome.device),
     }
-    save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net)
+    save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net, trained_on=dataset.fingerprint.to_dict())
     # Per-user test ranks, for NDCG@N curves and per-user comparisons (users in split order).
     np.save(run_dir / TEST_RANKS_FILE, ranks["test"].numpy().astype(np.int32))
     write_metrics(run_dir, metrics)  # last: other processes take metrics.json as "finished"
@@ -510,7 +510,9 @@ def _stored_data_candidates(artifact: LoadedArtifact, stored: str) -> list[str]:
 def _check_same_data(artifact: LoadedArtifact, dataset: SequenceData) -> None:
     """An ArtifactError unless ``dataset`` is the one the run trained on (fingerprint, then items)."""
     try:
-        _check_fingerprint(artifact.metrics, dataset, artifact.directory)
+        # the weights' copy first: an artifact of config, vocabulary and weights has no metrics.json
+        stored = artifact.trained_on or (artifact.metrics or {}).get("dataset")
+        _check_fingerprint(stored, dataset, artifact.directory)
     except ArtifactError as err:
         ids = dataset.item_vocab.ids
         # the hint fits only ids that could have been integers once: digits, some with a leading 0
@@ -538,8 +540,8 @@ def _trained_from_frame(metrics: dict[str, Any] | None) -> bool:
     return isinstance(stats, dict) and stats.get("source") == "<frame>"
 
 
-def _check_fingerprint(metrics: dict[str, Any] | None, dataset: SequenceData, directory: Path) -> None:
-    stored = (metrics or {}).get("dataset")
+def _check_fingerprint(stored: dict[str, Any] | None, dataset: SequenceData, directory: Path) -> None:
+    """An ArtifactError unless ``dataset`` has the ``stored`` fingerprint (none stored: no check)."""
     if not stored:
         return
     try:

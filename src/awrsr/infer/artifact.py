@@ -40,13 +40,16 @@ class LoadedArtifact:
     vocab: Vocabulary
     model: nn.Module
     metrics: dict[str, Any] | None
+    # the fingerprint of the training data saved in the weights (None for weights saved before it was)
+    trained_on: dict[str, Any] | None = None
 
 
 def save_artifact(
     directory: str | Path, *, config: dict[str, Any], vocab: Vocabulary, model: nn.Module,
-    metrics: dict[str, Any] | None = None,
+    metrics: dict[str, Any] | None = None, trained_on: dict[str, Any] | None = None,
 ) -> Path:
-    """Write the artifact files into ``directory`` (created if needed)."""
+    """Write the artifact files into ``directory`` (created if needed). ``trained_on``, the
+    training data's fingerprint (``Fingerprint.to_dict()``), is saved in the weights file."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     write_text_atomic(directory / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
@@ -57,6 +60,10 @@ def save_artifact(
     # So does the vocabulary's digest: another vocab.json (edited, reordered, copied from another
     # run) would map the ids to other items' weights without changing any shape.
     metadata = {MODEL_METADATA: json.dumps(config.get("model", {}), sort_keys=True), VOCAB_METADATA: vocab_digest(vocab)}
+    # And the data's fingerprint: the three files alone are a loadable model, and evaluating one
+    # on changed data must still be refused without metrics.json.
+    if trained_on is not None:
+        metadata[DATASET_METADATA] = json.dumps(trained_on, sort_keys=True)
     # safetensors' save_file creates the file owner-only (0600); bytes through our writer get the umask's mode
     write_bytes_atomic(directory / WEIGHTS_FILE, sorted_header(save(state, metadata=metadata)))
     if metrics is not None:
@@ -66,6 +73,7 @@ def save_artifact(
 
 MODEL_METADATA = "awrsr.model"  # the weights file's copy of config.yaml's model section
 VOCAB_METADATA = "awrsr.vocab.sha256"  # and the digest of vocab.json's vocabulary
+DATASET_METADATA = "awrsr.dataset"  # and the fingerprint of the data it was trained on
 
 
 def sorted_header(weights: bytes) -> bytes:
@@ -87,11 +95,12 @@ def vocab_digest(vocab: Vocabulary) -> str:
 
 def check_saved_copies(
     weights_path: Path, model_config: ModelConfig, config_path: Path, vocab: Vocabulary | None = None,
-) -> None:
+) -> dict[str, str]:
     """An ArtifactError if config.yaml's model section, or the vocabulary, differs from the copy
     (the digest) saved in the weights file: an edited config would silently score with other
     settings, another vocabulary name other items. Weights saved before the copies existed are
-    not checked, nor fields that awrsr added since (they take their defaults)."""
+    not checked, nor fields that awrsr added since (they take their defaults). Returns the
+    weights file's metadata."""
     try:
         with safe_open(str(weights_path), "pt") as handle:
             metadata = handle.metadata() or {}
@@ -105,7 +114,7 @@ def check_saved_copies(
         )
     saved = metadata.get(MODEL_METADATA)
     if saved is None:
-        return
+        return metadata
     saved_model, model = json.loads(saved), json.loads(json.dumps(asdict(model_config)))  # JSON values on both sides
     changed = [f"{key} ({saved_model[key]!r} -> {model[key]!r})"
                for key in sorted(saved_model) if key in model and saved_model[key] != model[key]]
@@ -113,6 +122,21 @@ def check_saved_copies(
         raise ArtifactError(
             f"{config_path}: the model section differs from the one the weights were trained with: {', '.join(changed)}"
         )
+    return metadata
+
+
+def saved_fingerprint(metadata: dict[str, str], weights_path: Path) -> dict[str, Any] | None:
+    """The training data's fingerprint saved in the weights file's metadata, if it was."""
+    saved = metadata.get(DATASET_METADATA)
+    if saved is None:
+        return None
+    try:
+        fingerprint = json.loads(saved)
+    except json.JSONDecodeError as err:
+        raise ArtifactError(f"{weights_path}: unreadable saved dataset fingerprint ({err})") from None
+    if not isinstance(fingerprint, dict):
+        raise ArtifactError(f"{weights_path}: unreadable saved dataset fingerprint (not an object)")
+    return fingerprint
 
 
 RECORDED_DATA_FILE = "resolved_path"  # in metrics.json's dataset record: the training file's absolute path
@@ -195,7 +219,7 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     except (SafetensorError, OSError) as err:
         raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
     # the edited field by name first (max_len: 20 -> 50), before the tensor shapes it changes
-    check_saved_copies(weights_path, model_config, config_path, vocab)
+    metadata = check_saved_copies(weights_path, model_config, config_path, vocab)
     check_state_matches(model, state, weights_path)
     model.load_state_dict(state)
     model.eval()
@@ -208,7 +232,7 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
             raise ArtifactError(f"{directory / METRICS_FILE}: not valid JSON ({err})") from None
         if not isinstance(metrics, dict):
             raise ArtifactError(f"{directory / METRICS_FILE}: expected a JSON object")
-    return LoadedArtifact(directory, config, model_config, vocab, model, metrics)
+    return LoadedArtifact(directory, config, model_config, vocab, model, metrics, saved_fingerprint(metadata, weights_path))
 
 
 def missing_artifact_files(directory: Path) -> list[str]:
