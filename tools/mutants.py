@@ -906,6 +906,9 @@ MUTANTS = [
     Mutant("M366", "src/awrsr/infer/artifact.py", "    if trained_on is not None:\n        metadata[DATASET_METADATA]",
            "    if False:\n        metadata[DATASET_METADATA]", "tests/test_end_to_end.py",
            "the training data's fingerprint is saved in the weights file"),
+    Mutant("M367", "src/awrsr/run_directory.py", "        if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():  # its checkpoints",
+           "        if False:  # its checkpoints", "tests/train/test_fit_errors.py",
+           "the finished-run refusal says how to train the run for longer"),
 ]
 
 

@@ -70,6 +70,9 @@ def refuse_to_replace(run_dir: Path) -> None:
     expects; files of the user's are refused earlier (``refuse_foreign_files``)."""
     if (run_dir / METRICS_FILE).is_file():
         held = "a finished run"
+        if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():  # its checkpoints can take it further
+            held += (" (to train it for longer, --resume true with a larger train.max_epochs, patience or max_time; "
+                     "resume=True in Python)")
     elif (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
         held = "an interrupted run (continue it with --resume true, resume=True in Python)"
     else:

@@ -23,7 +23,10 @@ def test_a_finished_run_is_kept_unless_overwrite_is_asked(trained_run, tmp_path)
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run.run_dir, run_dir)
     before = sorted(p.name for p in run_dir.iterdir())
-    with pytest.raises(ArtifactError, match="holds a finished run; choose another output_dir, or pass --overwrite true"):
+    # and it says how such a run trains for longer: its checkpoints are there
+    with pytest.raises(ArtifactError, match=r"holds a finished run \(to train it for longer, --resume true with a larger "
+                                            r"train.max_epochs, patience or max_time; resume=True in Python\); "
+                                            "choose another output_dir, or pass --overwrite true"):
         fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
     assert sorted(p.name for p in run_dir.iterdir()) == before  # nothing was deleted
     again = fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, overwrite=True)
@@ -33,8 +36,9 @@ def test_a_finished_run_is_kept_unless_overwrite_is_asked(trained_run, tmp_path)
 def test_a_run_without_its_run_record_is_still_called_a_run(trained_run, tmp_path):
     run_dir = tmp_path / "run"  # records copied back from another machine: metrics and config, no checkpoints
     shutil.copytree(trained_run.run_dir, run_dir, ignore=shutil.ignore_patterns("checkpoints"))
-    with pytest.raises(ArtifactError, match="holds a finished run"):
+    with pytest.raises(ArtifactError, match="holds a finished run; choose another") as caught:
         fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
+    assert "--resume" not in str(caught.value)  # without checkpoints it cannot be continued
 
 
 def test_an_interrupted_run_is_kept_and_the_error_says_how_to_continue(trained_run, tmp_path):
