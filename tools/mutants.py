@@ -909,6 +909,9 @@ MUTANTS = [
     Mutant("M367", "src/awrsr/run_directory.py", "        if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():  # its checkpoints",
            "        if False:  # its checkpoints", "tests/train/test_fit_errors.py",
            "the finished-run refusal says how to train the run for longer"),
+    Mutant("M368", "src/awrsr/experiments/figures.py", "    if not stats.removed_users:\n        return \"\"",
+           "    if True:\n        return \"\"", "tests/experiments/test_figures.py",
+           "plot --user_id of a user the k-core removed says the k-core may have removed it"),
 ]
 
 

@@ -15,6 +15,7 @@ from rich.console import Console
 from awrsr.data import SyntheticConfig, make_synthetic_interactions
 from awrsr.errors import ArtifactError, ConfigError
 from awrsr.experiments.figures import attention_case, attention_panels, draw_figures
+from awrsr.workflows import fit
 
 FRAME_MESSAGE = "this run was trained from a data frame; pass --data_path (or, from Python, evaluate(..., frame=...))"
 
@@ -83,6 +84,23 @@ def test_pick_user_id_names_a_user_without_a_test_case():
         _pick_user_id(user_ids, test_users, "007")
     with pytest.raises(ConfigError, match="'7': no such user"):  # ids are matched as written, not as numbers
         _pick_user_id(user_ids, test_users, "7")
+
+
+def test_a_user_id_the_k_core_removed_is_named_as_possibly_removed(trained_run, tmp_path):
+    from awrsr.data import DataConfig
+
+    rows = [(u, 1 + (u * 7 + k) % 12) for u in range(1, 41) for k in range(6)] + [(99, 1), (99, 2), (99, 3)]
+    data = tmp_path / "data.csv"
+    data.write_text("user_id,item_id\n" + "".join(f"{u},{i}\n" for u, i in rows))
+    config = tiny_run_config(tmp_path / "run", max_epochs=1)
+    config["data"] = DataConfig(path=str(data), min_user_interactions=5)  # user 99 has 3: removed
+    fit(**config, console=Console(quiet=True))
+    with pytest.raises(ConfigError, match=r"'99': no such user in the run's data \(.*\); the data's k-core filter "
+                                          r"\(5-core users.*\) removed 1 user\(s\), which may include this one"):
+        attention_case(tmp_path / "run", user_id="99")
+    with pytest.raises(ConfigError, match=r"'301': no such user") as caught:  # no k-core removal, no note
+        attention_case(trained_run.run_dir, user_id="301")
+    assert "k-core" not in str(caught.value)
 
 
 def test_plot_on_a_missing_directory_creates_nothing(tmp_path, capsys):

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import torch  # noqa: E402
 
+from awrsr.data import SequenceData  # noqa: E402
 from awrsr.errors import ArtifactError, ConfigError  # noqa: E402
 from awrsr.files import output_directory, user_path  # noqa: E402
 from awrsr.experiments.by_length import held_out_ranks  # noqa: E402  (re-exported)
@@ -241,7 +242,7 @@ def attention_case(
     dataset = load_run_data(artifact, data_path)
     cases = leave_one_out(dataset).test
     index = (
-        _pick_user_id(dataset.user_ids, cases.users, user_id) if user_id is not None
+        _pick_user_id(dataset.user_ids, cases.users, user_id, _removed_users_note(dataset)) if user_id is not None
         else _pick_user(cases.history.lengths, user, last)
     )
     max_len = artifact.model_config.max_len
@@ -265,13 +266,25 @@ def _pick_user(lengths: np.ndarray, user: int | None, last: int) -> int:
     return user
 
 
-def _pick_user_id(user_ids: list, test_users: np.ndarray, user_id: str) -> int:
-    """The test-case index of the user whose original id reads ``user_id``."""
+def _removed_users_note(dataset: SequenceData) -> str:
+    """Why a user id in the file may be missing from the run's data: the k-core filter's removals."""
+    stats = dataset.stats
+    if not stats.removed_users:
+        return ""
+    return (f"; the data's k-core filter ({stats.kcore}) removed {stats.removed_users:,} user(s), "
+            "which may include this one (awrsr stats shows the filtering)")
+
+
+def _pick_user_id(user_ids: list, test_users: np.ndarray, user_id: str, removed_note: str = "") -> int:
+    """The test-case index of the user whose original id reads ``user_id``. ``removed_note`` says
+    which users preprocessing removed, for the error when none matches."""
     wanted = str(user_id).strip()
     matches = [u for u, original in enumerate(user_ids) if str(original) == wanted]
     if not matches:
         examples = ", ".join(str(x) for x in user_ids[:3])
-        raise ConfigError(f"--user_id {wanted!r}: no such user in the run's data (its user ids read like {examples})")
+        raise ConfigError(
+            f"--user_id {wanted!r}: no such user in the run's data (its user ids read like {examples}){removed_note}"
+        )
     found = np.flatnonzero(test_users == matches[0])
     if not len(found):
         raise ConfigError(
