@@ -912,6 +912,8 @@ MUTANTS = [
     Mutant("M368", "src/awrsr/experiments/figures.py", "    if not stats.removed_users:\n        return \"\"",
            "    if True:\n        return \"\"", "tests/experiments/test_figures.py",
            "plot --user_id of a user the k-core removed says the k-core may have removed it"),
+    Mutant("M369", "src/awrsr/experiments/figures.py", 'marker="o" if len(data) == 1 else None,',
+           "marker=None,", "tests/experiments/test_figures.py", "a one-epoch curve is drawn as a point"),
 ]
 
 

@@ -299,6 +299,23 @@ def test_ndcg_at_n_by_hand():
     assert curve[1:] == pytest.approx([(1 + 1 / np.log2(3)) / 3] * 19)
 
 
+def test_a_curve_of_one_epoch_is_drawn_as_a_point(tmp_path, monkeypatch):
+    """A one-epoch run's curve is a single point: without a marker it drew nothing visible."""
+    from awrsr.experiments import figures
+
+    runs = {}
+    for variant, epochs in (("short", [1]), ("long", [1, 2, 3])):
+        run = tmp_path / variant / "seed-1"
+        run.mkdir(parents=True)
+        pl.DataFrame({"epoch": epochs, "val/ndcg@5": [0.1 * e for e in epochs]}).write_csv(run / "history.csv")
+        runs[variant] = [run]
+    drawn = captured_figures(monkeypatch)
+    figures.plot_curves(runs, "val/ndcg@5", "validation NDCG@5", tmp_path / "curves.png")
+    short, long = drawn[0].axes[0].get_lines()
+    assert short.get_marker() == "o" and len(short.get_xdata()) == 1
+    assert long.get_marker() in (None, "None", "")  # several epochs stay lines
+
+
 def test_compare_figures_draw_every_finished_seed(tmp_path, monkeypatch):
     """A comparison's curves have one line per seed and its NDCG@N the mean over seeds, and each
     figure says how many seeds it shows (an unfinished seed is left out)."""

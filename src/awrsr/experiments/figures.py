@@ -129,6 +129,7 @@ def plot_curves(
             data = history.select("epoch", column).drop_nulls()
             ax.plot(data["epoch"], data[column], color=style.color, linestyle=style.linestyle,
                     alpha=0.7 if len(histories) > 1 else 1.0, linewidth=1.0 if len(histories) > 1 else 1.5,
+                    marker="o" if len(data) == 1 else None,  # one epoch is a point: no line would show it
                     label=labels[label] if i == 0 else None)
     ax.set_xlabel("epoch")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
