@@ -150,6 +150,12 @@ def main() -> int:
         workers.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
         time.sleep(2)  # stagger the start, so the workers take different runs
     failed = sum(worker.wait() != 0 for worker in workers)
+    # The workers' claim files mean nothing once they are done; the failure marks are the queue's
+    # record, so the folder stays only if it holds one.
+    for claim in failed_dir.glob("*.claim"):
+        claim.unlink(missing_ok=True)
+    if not any(failed_dir.iterdir()):
+        failed_dir.rmdir()
     for spec in args.comparisons:
         name, config, chosen = parse_comparison(spec)
         try:

@@ -75,6 +75,21 @@ def test_compare_queue_exits_non_zero_when_its_runs_fail(tmp_path):
     assert len(logs) == 2
     failed = [line.split(" failed ")[1] for log in logs for line in log.read_text().splitlines() if " failed " in line]
     assert sorted(failed) == sorted({str(tmp_path / "a" / v / "seed-1") for v in ("none", "simp")})  # each tried once
+    # the failure marks stay as the queue's record; the workers' claim files go
+    (marks,) = (tmp_path / "logs").glob("q*-failed")
+    assert sorted(p.name for p in marks.iterdir()) == ["a__none__seed-1", "a__simp__seed-1"]
+
+
+def test_a_clean_queue_leaves_its_logs_only(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "compare_queue.py"), "a=configs/sasrec/synthetic.yaml:simp",
+         "--workers", "1", "--root", str(tmp_path), "--seeds", "1", "--set", "train.max_epochs=1", "--skip", "a/simp"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "a" / "none" / "seed-1" / "metrics.json").is_file()
+    # no empty-looking folder of claim files (a reader took it for failures)
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [next((tmp_path / "logs").glob("q*-w1.log")).name]
 
 
 def test_a_queue_worker_skips_a_run_another_worker_saw_fail(tmp_path, monkeypatch, capsys):

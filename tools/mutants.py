@@ -914,6 +914,8 @@ MUTANTS = [
            "plot --user_id of a user the k-core removed says the k-core may have removed it"),
     Mutant("M369", "src/awrsr/experiments/figures.py", 'marker="o" if len(data) == 1 else None,',
            "marker=None,", "tests/experiments/test_figures.py", "a one-epoch curve is drawn as a point"),
+    Mutant("M370", "benchmarks/compare_queue.py", "        claim.unlink(missing_ok=True)\n", "        pass\n",
+           "tests/test_benchmark_scripts.py", "a queue removes its workers' claim files when they are done"),
 ]
 
 
