@@ -510,9 +510,10 @@ def _stored_data_candidates(artifact: LoadedArtifact, stored: str) -> list[str]:
 def _check_same_data(artifact: LoadedArtifact, dataset: SequenceData) -> None:
     """An ArtifactError unless ``dataset`` is the one the run trained on (fingerprint, then items)."""
     try:
-        # the weights' copy first: an artifact of config, vocabulary and weights has no metrics.json
-        stored = artifact.trained_on or (artifact.metrics or {}).get("dataset")
-        _check_fingerprint(stored, dataset, artifact.directory)
+        # both records: the weights' copy (an artifact of config, vocabulary and weights has no
+        # metrics.json) and metrics.json's, whose numbers are the ones a table would pair with it
+        for stored in (artifact.trained_on, (artifact.metrics or {}).get("dataset")):
+            _check_fingerprint(stored, dataset, artifact.directory)
     except ArtifactError as err:
         ids = dataset.item_vocab.ids
         # the hint fits only ids that could have been integers once: digits, some with a leading 0
