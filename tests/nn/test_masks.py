@@ -74,3 +74,25 @@ def test_padded_queries_attend_to_nothing_in_either_direction():
         assert not allowed[~mask.real].any()  # rows of padded queries are empty
         assert not allowed.transpose(1, 2)[~mask.real].any()  # and no query sees a padded key
         assert torch.equal(mask.row_factor[:, 0, :, 0], mask.real.float())
+
+
+def test_the_mask_is_the_definition_on_left_padded_windows_and_softmax_on_any_padding():
+    """``build`` takes the causal mask in one pass as real_j & (j <= i), which is real_i & real_j &
+    (j <= i) for left-padded rows; ``row_factor`` comes from ``real``. On any other padding only
+    padded queries' rows differ, and masked_softmax still gives the definition's weights."""
+    torch.manual_seed(0)
+    n = 7
+    lower = torch.ones(n, n, dtype=torch.bool).tril()
+    lengths = torch.tensor([0, 1, 3, 7, 5])
+    left_padded = (torch.arange(n) >= n - lengths[:, None]).long() * torch.randint(1, 9, (5, n))
+    holes = torch.randint(0, 3, (5, n))  # padding anywhere, and rows of padding only
+    for ids in (left_padded, holes):
+        real = ids != 0
+        for causal in (True, False):
+            definition = real[:, None, :, None] & real[:, None, None, :] & (lower if causal else True)
+            mask = AttentionMask.build(ids, causal=causal)
+            if ids is left_padded:
+                assert torch.equal(mask.allowed, definition)
+            assert torch.equal(mask.row_factor, definition.any(-1, keepdim=True).float())
+            logits = torch.randn(5, 2, n, n)
+            assert torch.equal(masked_softmax(logits, mask), masked_softmax(logits, definition))

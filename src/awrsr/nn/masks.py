@@ -15,7 +15,8 @@ class AttentionMask:
     """Which key positions each query position may attend to, built once per forward pass.
 
     ``allowed`` is (B, 1, n, n) bool: True where query i may attend key j. Padded queries have
-    all-False rows; their outputs are zeroed by the block, so they never reach a real position.
+    all-False rows (for left-padded windows, which the models build); their outputs are zeroed by
+    the block, so they never reach a real position. ``row_factor`` zeroes their weights.
     """
 
     allowed: Tensor  # (B, 1, n, n) bool
@@ -25,12 +26,14 @@ class AttentionMask:
     def build(cls, input_ids: Tensor, causal: bool) -> "AttentionMask":
         """Padding mask (and the causal mask when ``causal``) for left-padded ``input_ids`` (B, n)."""
         real = input_ids != 0  # (B, n)
-        allowed = real[:, None, :, None] & real[:, None, None, :]  # (B, 1, n, n)
         if causal:
+            # One pass over (B, 1, n, n): in a left-padded row a real key j <= i makes query i
+            # real too, so real_i & real_j & (j <= i) is real_j & (j <= i). (Another padding
+            # would give padded queries keys; row_factor, taken from ``real``, still zeroes them.)
             n = input_ids.shape[1]
             lower = torch.ones(n, n, dtype=torch.bool, device=input_ids.device).tril()
-            allowed = allowed & lower
-        return cls(allowed=allowed, real=real)
+            return cls(allowed=real[:, None, None, :] & lower, real=real)
+        return cls(allowed=real[:, None, :, None] & real[:, None, None, :], real=real)
 
     @cached_property
     def logit_bias(self) -> Tensor:
@@ -44,8 +47,9 @@ class AttentionMask:
 
     @cached_property
     def row_factor(self) -> Tensor:
-        """1.0 for query rows with at least one allowed key, 0.0 for empty ones (..., n, 1)."""
-        return self.allowed.any(dim=-1, keepdim=True).float()
+        """1.0 for the rows of real queries, 0.0 for padded ones (..., n, 1). A real query always
+        has a key, itself, so these are the rows with an allowed key, without a pass over them."""
+        return self.real.reshape(*self.allowed.shape[:-1], 1).float()
 
     @cached_property
     def for_fused_kernel(self) -> Tensor:
