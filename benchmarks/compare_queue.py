@@ -127,9 +127,10 @@ def main() -> int:
     if args.worker:
         return work(args)
     extra = parse_sets(args.set)
-    for name, config, variant, options in queue(args.comparisons, args.seeds[:1]):
-        check_variant(config, {**extra, **options}, f"{name}/{variant}")  # a clear error now, not later
-    try:  # a finished run on other data than the data now: an error before any trains
+    try:
+        for name, config, variant, options in queue(args.comparisons, args.seeds[:1], args.skip):
+            check_variant(config, {**extra, **options}, f"{name}/{variant}")  # a clear error now (a skipped one never runs)
+        # a finished run on other data than the data now: an error before any trains
         check_finished_runs(
             ((config, {**extra, **options}, args.root / name / variant / f"seed-{options['train.seed']}")
              for name, config, variant, options in queue(args.comparisons, args.seeds, args.skip)),
