@@ -915,6 +915,8 @@ MUTANTS = [
     Mutant("M374", "benchmarks/compare_queue.py", "in queue(args.comparisons, args.seeds[:1], args.skip):",
            "in queue(args.comparisons, args.seeds[:1]):", "tests/test_benchmark_scripts.py",
            "a skipped variant is not checked before the queue starts"),
+    Mutant("M375", "src/awrsr/infer/server.py", '.get("dataset") or artifact.trained_on),', '.get("dataset")),',
+           "tests/infer/test_server.py", "GET /model names the training data of a model kept as its three files"),
     Mutant("M366", "src/awrsr/infer/artifact.py", "    if trained_on is not None:\n        metadata[DATASET_METADATA]",
            "    if False:\n        metadata[DATASET_METADATA]", "tests/test_end_to_end.py",
            "the training data's fingerprint is saved in the weights file"),

@@ -148,6 +148,19 @@ def test_model_and_health_describe_what_is_served(client, trained_run):
     assert client.get("/health").json() == {"status": "ok"}
 
 
+def test_a_model_of_three_files_still_names_its_training_data(trained_run, tmp_path):
+    import shutil
+
+    kept = tmp_path / "model"
+    kept.mkdir()
+    for name in ("config.yaml", "vocab.json", "model.safetensors"):  # no metrics.json
+        shutil.copy(trained_run.run_dir / name, kept / name)
+    model = TestClient(create_app(kept)).get("/model").json()
+    stored = trained_run.metrics["dataset"]
+    assert model["dataset"] == {key: stored[key] for key in ("users", "items", "interactions", "sha256")}
+    assert model["test"] is None
+
+
 def test_a_bad_artifact_fails_before_serving(tmp_path):
     with pytest.raises(ArtifactError, match="not found"):
         create_app(tmp_path / "nothing-here")

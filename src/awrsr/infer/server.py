@@ -177,7 +177,8 @@ def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
         "items": len(artifact.vocab),
         "max_len": artifact.model_config.max_len,
         "device": str(recommender.device),
-        "dataset": public_dataset_record((artifact.metrics or {}).get("dataset")),
+        # metrics.json's record (counts, source, statistics), else the fingerprint the weights carry
+        "dataset": public_dataset_record((artifact.metrics or {}).get("dataset") or artifact.trained_on),
         "test": (artifact.metrics or {}).get("test"),
         "code_version": (artifact.metrics or {}).get("code_version"),
     }
