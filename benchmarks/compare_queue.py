@@ -27,6 +27,7 @@ import fnmatch
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Sequence
@@ -139,8 +140,8 @@ def main() -> int:
     except AwrsrError as err:
         raise SystemExit(f"compare_queue: {err}") from None
     (args.root / "logs").mkdir(parents=True, exist_ok=True)
-    failed_dir = args.root / "logs" / f"q{os.getpid()}-failed"
-    failed_dir.mkdir(exist_ok=True)
+    # a new folder, never one left by an earlier queue of the same pid (marks in it would skip runs)
+    failed_dir = Path(tempfile.mkdtemp(prefix=f"q{os.getpid()}-", suffix="-failed", dir=args.root / "logs"))
     workers = []
     for i in range(args.workers):
         # Named after this queue's process too: two queues may share a root (their run locks keep
@@ -153,10 +154,13 @@ def main() -> int:
     failed = sum(worker.wait() != 0 for worker in workers)
     # The workers' claim files mean nothing once they are done; the failure marks are the queue's
     # record, so the folder stays only if it holds one.
-    for claim in failed_dir.glob("*.claim"):
-        claim.unlink(missing_ok=True)
-    if not any(failed_dir.iterdir()):
-        failed_dir.rmdir()
+    try:
+        for claim in failed_dir.glob("*.claim"):
+            claim.unlink(missing_ok=True)
+        if not any(failed_dir.iterdir()):
+            failed_dir.rmdir()
+    except OSError as err:  # removed or unreadable meanwhile: the tables below matter more
+        print(f"could not tidy {failed_dir}: {err}")
     for spec in args.comparisons:
         name, config, chosen = parse_comparison(spec)
         try:

@@ -80,6 +80,20 @@ def test_compare_queue_exits_non_zero_when_its_runs_fail(tmp_path):
     assert sorted(p.name for p in marks.iterdir()) == ["a__none__seed-1", "a__simp__seed-1"]
 
 
+def test_a_queue_never_adopts_failure_marks_left_by_an_earlier_queue_of_its_pid(tmp_path):
+    # pids repeat across machines and containers, and roots are copied between them
+    stale = tmp_path / "logs" / "q12345-failed"
+    stale.mkdir(parents=True)
+    (stale / "a__none__seed-1").touch()
+    script = ROOT / "benchmarks" / "compare_queue.py"
+    argv = [str(script), "a=configs/sasrec/synthetic.yaml:simp", "--workers", "1", "--root", str(tmp_path),
+            "--seeds", "1", "--set", "train.max_epochs=1", "--skip", "a/simp"]
+    as_pid_12345 = f"import os, runpy, sys; os.getpid = lambda: 12345; sys.argv = {argv!r}; runpy.run_path({str(script)!r}, run_name='__main__')"
+    result = subprocess.run([sys.executable, "-c", as_pid_12345], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "a" / "none" / "seed-1" / "metrics.json").is_file()  # trained, not skipped as failed
+
+
 def test_a_skipped_variant_is_not_checked(tmp_path):
     # M_stoc on SASRec is a configuration error; skipped, it must not stop the queue from starting
     result = subprocess.run(

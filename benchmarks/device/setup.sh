@@ -6,7 +6,8 @@
 set -e
 mkdir -p /tmp/site
 # prepare.sh carries polars' runtime unpacked and xz-compressed (a call's 64 MiB hold no 54 MB wheel)
-for archive in .whl/*.tar.xz; do if [ -e "$archive" ]; then tar xJf "$archive" -C /tmp/site; fi; done
+# (--no-overwrite-dir: an archive's "./" entry must not change the site folder's mode or owner)
+for archive in .whl/*.tar.xz; do if [ -e "$archive" ]; then tar xJf "$archive" --no-overwrite-dir -C /tmp/site; fi; done
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 rm -rf /tmp/awrsr && mkdir -p /tmp/awrsr /tmp/shared/data/ml-1m /tmp/shared/data/beauty /tmp/gpu
 cp -r src configs benchmarks /tmp/awrsr/  # the workers run this copy: later calls re-sync the repo

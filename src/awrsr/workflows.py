@@ -31,6 +31,7 @@ from awrsr.data import (
     DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, data_config_from_dict, leave_one_out,
     load_sequence_data, print_stats,
 )
+from awrsr.data.dataset import FRAME_SOURCE
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
 from awrsr.files import output_directory, read_text, user_path
@@ -284,7 +285,10 @@ def _fit(
         "code_version": version,
         "machine": machine_record(outcome.device),
     }
-    save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net, trained_on=dataset.fingerprint.to_dict())
+    # the weights' copy says whether the data was a frame (its config has no path to read again)
+    frame_source = {"source": FRAME_SOURCE} if dataset.stats.source == FRAME_SOURCE else {}
+    save_artifact(run_dir, config=config, vocab=dataset.item_vocab, model=net,
+                  trained_on={**dataset.fingerprint.to_dict(), **frame_source})
     # Per-user test ranks, for NDCG@N curves and per-user comparisons (users in split order).
     np.save(run_dir / TEST_RANKS_FILE, ranks["test"].numpy().astype(np.int32))
     write_metrics(run_dir, metrics)  # last: other processes take metrics.json as "finished"
@@ -459,7 +463,7 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         data_config = data_config_from_dict(artifact.config.get("data", {}))
     except (TypeError, ValueError, AwrsrError) as err:
         raise ArtifactError(f"{artifact.directory}/config.yaml: invalid data section ({err})") from None
-    if data_path is None and frame is None and _trained_from_frame(artifact.metrics):
+    if data_path is None and frame is None and _trained_from_frame(artifact):
         # its stored config has no path, and the synthetic data it would fall back to is not the data
         raise ConfigError(
             f"{artifact.directory}: this run was trained from a data frame; "
@@ -534,11 +538,13 @@ def data_location(data: DataConfig) -> dict[str, str]:
     return {} if data.path is None else {RECORDED_DATA_FILE: str(user_path(data.path).resolve())}
 
 
-def _trained_from_frame(metrics: dict[str, Any] | None) -> bool:
-    """Whether the stored dataset statistics name a data frame as the source (see load_sequence_data)."""
-    dataset = (metrics or {}).get("dataset")
+def _trained_from_frame(artifact: LoadedArtifact) -> bool:
+    """Whether the run's records name a data frame as its data's source: metrics.json's dataset
+    statistics, or the weights' copy of the fingerprint (a model kept without metrics.json)."""
+    dataset = (artifact.metrics or {}).get("dataset")
     stats = dataset.get("stats") if isinstance(dataset, dict) else None
-    return isinstance(stats, dict) and stats.get("source") == "<frame>"
+    in_metrics = isinstance(stats, dict) and stats.get("source") == FRAME_SOURCE
+    return in_metrics or (artifact.trained_on or {}).get("source") == FRAME_SOURCE
 
 
 def _check_fingerprint(stored: dict[str, Any] | None, dataset: SequenceData, directory: Path) -> None:

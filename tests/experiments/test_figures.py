@@ -202,6 +202,14 @@ def test_frame_run_needs_its_data_for_evaluate_and_plot(frame_run, tmp_path, cap
 
     stored = json.loads((run_dir / "metrics.json").read_text())["test"]["ndcg@10"]
     assert evaluate(run_dir, frame=frame, console=Console(quiet=True))["ndcg@10"] == pytest.approx(stored)
+    # kept as its three loadable files, it still says it needs its data (the weights say it was a frame)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for name in ("config.yaml", "vocab.json", "model.safetensors"):
+        shutil.copy(run_dir / name, kept / name)
+    code, _, err = run_cli(capsys, "evaluate", str(kept))
+    assert code == 2 and FRAME_MESSAGE in " ".join(err.split()), err
+    assert evaluate(kept, frame=frame, console=Console(quiet=True))["ndcg@10"] == pytest.approx(stored)
 
 
 @pytest.mark.parametrize("legend", [False, True])

@@ -191,6 +191,26 @@ def test_mask_norm_by_hand_and_independent_of_batch_size():
     assert mask_norm(doubled).item() == pytest.approx(one_layer)
 
 
+def test_perturbed_mode_leaves_padded_queries_out_on_any_padding():
+    """The one-pass causal mask gives padded queries keys when the padding is not on the left;
+    A_p and the mask norm read the mask itself, so they take the real queries' rows only."""
+    torch.manual_seed(0)
+    layer = CalibratedAttention(
+        hidden_size=8, num_heads=2, attn_dropout=0.0, refinement=REFINEMENTS.get("none")(ModelConfig(), 0)
+    )
+    _randomise_calibrators(layer)
+    ids = torch.tensor([[3, 4, 0, 5], [0, 6, 0, 7]])  # holes and right padding
+    mask = AttentionMask.build(ids, causal=True)
+    x = torch.randn(2, 4, 8)
+    with perturbed(layer) as masks:
+        _, w = layer(x, mask, need_weights=True)
+    padded = ids == 0
+    assert torch.equal(w.refined.transpose(1, 2)[padded], torch.zeros(int(padded.sum()), 2, 4))
+    (_, allowed), = masks
+    lower = torch.ones(4, 4, dtype=torch.bool).tril()
+    assert torch.equal(allowed, (ids != 0)[:, None, :, None] & (ids != 0)[:, None, None, :] & lower)
+
+
 def test_theta_and_every_calibrator_receive_gradient():
     model = build_tiny("sasrec", "calibrated", "none").train()
     loss = LOSSES.get("ce")(model, model(HISTORIES), _targets(HISTORIES))

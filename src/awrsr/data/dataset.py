@@ -18,6 +18,7 @@ from awrsr.data.vocab import Vocabulary
 from awrsr.errors import ConfigError, DataError
 
 _HASH_VERSION = b"awrsr-sequence-data-v1\0"  # bump if the hashed layout ever changes
+FRAME_SOURCE = "<frame>"  # the source a dataset read from a data frame names
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def load_sequence_data(config: DataConfig, frame: Any = None) -> SequenceData:
     """
     unused_times: list[str] = []
     if frame is not None:
-        source, interactions = "<frame>", read_interactions(frame, config)
+        source, interactions = FRAME_SOURCE, read_interactions(frame, config)
         unused_times = unused_time_columns(frame, config)
     elif config.path is not None:
         source, interactions = config.path, read_interactions(config.path, config)

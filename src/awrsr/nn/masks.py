@@ -52,6 +52,12 @@ class AttentionMask:
         return self.real.reshape(*self.allowed.shape[:-1], 1).float()
 
     @cached_property
+    def allowed_to_real_queries(self) -> Tensor:
+        """``allowed`` with every padded query's row empty on any padding (as it is on left-padded
+        windows already), for code that reads the mask itself rather than through masked_softmax."""
+        return self.allowed & self.real.reshape(*self.allowed.shape[:-1], 1)
+
+    @cached_property
     def for_fused_kernel(self) -> Tensor:
         """``allowed`` plus the diagonal, so no row is empty.
 

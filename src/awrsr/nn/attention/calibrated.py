@@ -159,9 +159,11 @@ class CalibratedAttention(DotProductAttention):
         spatial = masked_softmax(logits, mask)  # A_s (B, h, n, n), eq. 12
         keep = self.perturbation_mask(projected[:, :, :2])  # M (B, h, n, n)
         if self.mode == "perturbed":
-            attend = perturb(spatial, keep, mask.allowed)  # A_p, eq. 13
+            # the mask itself, not through masked_softmax: padded queries' rows must be empty
+            allowed = mask.allowed_to_real_queries
+            attend = perturb(spatial, keep, allowed)  # A_p, eq. 13
             if self.mask_sink is not None:
-                self.mask_sink.append((keep, mask.allowed))
+                self.mask_sink.append((keep, allowed))
         else:
             # A_s * e^(1 - M) re-normalised = softmax(logits + 1 - M) (eq. 15), computed stably.
             calibrated = masked_softmax(logits + (1.0 - keep), mask)
