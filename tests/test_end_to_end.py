@@ -146,6 +146,26 @@ def test_recommender_arguments_of_the_wrong_type_are_clear_errors(trained_run):
         rec.recommend_many([[999999]], k=0, unknown="ignore")
 
 
+def test_histories_of_the_wrong_shape_say_so_and_whole_float_ids_are_the_items(trained_run):
+    rec = Recommender.load(trained_run.run_dir)
+    expected = rec.recommend([1, 2, 3], k=3)
+    # what pandas makes of an integer column with gaps (7.0), numpy ints, a 1-d tensor: the same items
+    assert rec.recommend([1.0, 2.0, 3.0], k=3) == expected
+    assert rec.recommend(np.array([1, 2, 3]), k=3) == expected
+    assert rec.recommend(torch.tensor([1, 2, 3]), k=3) == expected
+    blocked = expected[0].item
+    assert blocked not in [r.item for r in rec.recommend([1, 2, 3], k=3, exclude=[float(blocked)])]  # was ignored
+    assert 2.5 not in rec.vocab and "1.0" not in rec.vocab  # only whole floats, and not their text
+    # several histories where one is expected: the shape is named, not "unknown item id(s)"
+    for nested, message in (([[1, 2]], r"^history\[0\] is a list, not an item id"),
+                            (np.array([[1, 2], [3, 4]]), r"^history is one list of item ids; got a 2-d array"),
+                            (torch.tensor([[1, 2]]), r"^history is one list of item ids; got a 2-d array")):
+        with pytest.raises(ConfigError, match=message):
+            rec.recommend(nested, k=3)
+    with pytest.raises(ConfigError, match=r"^histories\[1\]\[0\] is a list"):
+        rec.recommend_many([[1], [[2]]], k=3)
+
+
 def test_excluded_items_are_never_recommended_and_the_rest_keep_their_order(trained_run):
     rec = Recommender.load(trained_run.run_dir)
     full = rec.recommend([1, 2, 3], k=10)
@@ -290,6 +310,13 @@ def test_evaluate_refuses_data_other_than_the_training_data(trained_run, tmp_pat
     with pytest.raises(ArtifactError, match=r"\(now 29 users, 7 items, 203 interactions, fingerprint [0-9a-f]{12}; "
                                             r"trained on [\d,]+ users, [\d,]+ items, [\d,]+ interactions, fingerprint [0-9a-f]{12}\)"):
         evaluate(trained_run.run_dir, data_path=str(other), console=Console(quiet=True))
+
+
+def test_evaluate_takes_true_or_false_not_a_string(trained_run):
+    # "no" is a true string: the metrics would be the filtered ones with no error
+    for name, value in (("filter_seen", "no"), ("by_length", "false")):
+        with pytest.raises(ConfigError, match=f"^{name} must be true or false, got '{value}'"):
+            evaluate(trained_run.run_dir, console=Console(quiet=True), **{name: value})
 
 
 def test_a_model_of_three_files_still_refuses_changed_data(tmp_path):

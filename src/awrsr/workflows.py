@@ -45,7 +45,9 @@ from awrsr.run_directory import (  # noqa: F401  (RUN_LOCK_FILE: where awrsr.wor
     refuse_collection, refuse_foreign_files, refuse_to_replace, run_lock,
 )
 from awrsr.run_config import config_differences, inert_options
+from awrsr.infer.recommender import check_flag
 from awrsr.train import TrainConfig, train_model
+from awrsr.train.process_state import kept_process_state
 from awrsr.train.trainer import (
     CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, RUN_RECORD, check_accelerator, check_budget_left,
 )
@@ -158,11 +160,15 @@ def fit(
     directory: the second gets a clear error. ``print_test=False`` prints validation metrics only
     (tuning selects on validation; the test scores are still recorded in metrics.json). Like
     Lightning's ``seed_everything``, it seeds Python's, numpy's and torch's global generators with
-    ``train.seed``; ``train.num_threads`` holds for the fit only."""
+    ``train.seed``; the rest of what training sets in the process (``train.num_threads``, torch's
+    deterministic mode, Lightning's environment variables, log levels and warning filters) holds
+    for the fit only (``kept_process_state``)."""
     for name, part, kind in (("data", data, DataConfig), ("model", model, ModelConfig), ("train", train, TrainConfig),
                              ("evaluation", evaluation, EvalConfig)):
         if not isinstance(part, kind):  # fit(ModelConfig(), DataConfig(), ...) would fail in an attribute lookup
             raise ConfigError(f"fit: {name} must be a {kind.__name__}, got {type(part).__name__}")
+    for name, flag in (("resume", resume), ("overwrite", overwrite), ("print_test", print_test)):
+        check_flag(flag, f"fit: {name}")  # the string "false" is true: overwrite="false" deleted a run
     if frame is not None and data.path is not None:  # the run's record would name a file it never read
         raise ConfigError(f"fit: give data.path ({data.path}) or a frame, not both")
     run_dir = output_directory(output_dir, needs="a run needs a directory")
@@ -179,15 +185,15 @@ def fit(
             f"{run_dir}: another process is training into this directory; wait for it or choose another output_dir"
         ) from None
     finished = False
-    threads = torch.get_num_threads()  # train.num_threads holds for this fit, not for the caller's process after it
     try:
         if not resume and not overwrite:
             refuse_to_replace(run_dir)
-        result = _fit(data, model, train, evaluation, run_dir, frame, console or Console(), resume, print_test)
+        # train.num_threads, deterministic mode, Lightning's settings: for this fit, not the caller's process after it
+        with kept_process_state():
+            result = _fit(data, model, train, evaluation, run_dir, frame, console or Console(), resume, print_test)
         finished = True
         return result
     finally:
-        torch.set_num_threads(threads)
         lock.release()
         if not finished:
             discard_unwritten_run(run_dir, created)
@@ -361,6 +367,7 @@ def evaluate(
     mistaken for the one the model was selected on. ``by_length`` adds the metrics per bucket of
     the users' history length (printed; ``evaluate_by_length`` returns them as a frame).
     """
+    check_flag(by_length, "by_length")
     console = console or Console()
     scored = rank_artifact(artifact_dir, data_path, split, filter_seen, frame=frame)
     metrics = ranking_metrics(scored.ranks, scored.evaluation.ks)
@@ -436,6 +443,8 @@ def rank_artifact(
     dataset it was trained on (checked by fingerprint and vocabulary)."""
     if split not in ("valid", "test"):
         raise ConfigError(f"split must be 'valid' or 'test', got {split!r}")
+    if filter_seen is not None:
+        check_flag(filter_seen, "filter_seen")  # "no" would be true, and the metrics the filtered ones
     artifact = load_artifact(artifact_dir)
     try:
         evaluation = EvalConfig(**artifact.config.get("evaluation", {}))

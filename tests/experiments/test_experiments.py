@@ -36,6 +36,25 @@ def test_paired_t_test_by_hand():
     assert relative_improvement(0.0654, 0.0616) == pytest.approx(6.1688, abs=1e-3)
 
 
+def test_run_compare_checks_its_python_arguments(tmp_path):
+    from pathlib import Path
+
+    from awrsr.experiments.compare import seed_list
+
+    assert seed_list(np.array([1, 2])) == [1, 2] and seed_list((np.int64(3),)) == [3]
+    for seeds in (1, "12", ["1"], [1.0], [True], None):
+        with pytest.raises(ConfigError, match="^seeds must be a list of integers"):
+            seed_list(seeds)
+    config = Path("configs/sasrec/synthetic.yaml")  # a Path, as run_tune takes one
+    with pytest.raises(ConfigError, match="^variants must be a list of names .* got the string 'simp'"):
+        run_compare(config, "simp", [1], tmp_path / "c", console=Console(quiet=True))
+    with pytest.raises(ConfigError, match="^report_only must be true or false"):
+        run_compare(config, ["simp"], [1], tmp_path / "c", console=Console(quiet=True), report_only="yes")
+    with pytest.raises(ConfigError, match="^seeds must be a list of integers"):
+        run_compare(config, ["simp"], 1, tmp_path / "c", console=Console(quiet=True))
+    assert not (tmp_path / "c").exists()
+
+
 def test_table_layout_values_by_hand():
     def rec(variant, seed, ndcg5):
         return {"variant": variant, "seed": seed, "metrics": {"test": {"ndcg@5": ndcg5}}}

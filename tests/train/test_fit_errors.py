@@ -33,6 +33,36 @@ def test_a_finished_run_is_kept_unless_overwrite_is_asked(trained_run, tmp_path)
     assert again.metrics["selection"]["epochs_trained"] == 1
 
 
+def test_fit_takes_true_or_false_not_a_string(trained_run, tmp_path):
+    # overwrite="false" is a true string: it deleted a finished run and trained another
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run_dir)
+    weights = (run_dir / "model.safetensors").read_bytes()
+    for name in ("overwrite", "resume", "print_test"):
+        with pytest.raises(ConfigError, match=f"^fit: {name} must be true or false, got 'false'"):
+            fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET, **{name: "false"})
+    assert (run_dir / "model.safetensors").read_bytes() == weights
+
+
+def test_fit_leaves_the_process_as_it_found_it(tmp_path):
+    """Deterministic mode, Lightning's environment variables, log levels and warning filters are
+    the fit's own; a notebook's later torch code must not warn or behave differently."""
+    import logging
+    import os
+    import warnings
+
+    def state():
+        return (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+                torch.utils.deterministic.fill_uninitialized_memory, torch.get_num_threads(),
+                {k: os.environ.get(k) for k in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS", "CUBLAS_WORKSPACE_CONFIG")},
+                [logging.getLogger(n).level for n in ("lightning.pytorch", "lightning.fabric", "lightning")],
+                list(warnings.filters))
+
+    before = state()
+    fit(**tiny_run_config(tmp_path / "run", max_epochs=1, num_threads=1), console=QUIET)
+    assert state() == before
+
+
 def test_a_run_without_its_run_record_is_still_called_a_run(trained_run, tmp_path):
     run_dir = tmp_path / "run"  # records copied back from another machine: metrics and config, no checkpoints
     shutil.copytree(trained_run.run_dir, run_dir, ignore=shutil.ignore_patterns("checkpoints"))

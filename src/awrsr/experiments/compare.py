@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import re
 import tempfile
 from collections import Counter
@@ -13,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import yaml
 
 from rich.console import Console
@@ -26,6 +28,7 @@ from awrsr.experiments.runs import (
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
+from awrsr.infer.recommender import check_flag
 from awrsr.strict_yaml import check_unique_keys
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
@@ -97,6 +100,20 @@ def check_variant_names(names: Sequence[str]) -> None:
                 f"variant name {name!r} cannot be a directory name under output_dir (no '/', '\\', '.' or '..'); "
                 "name the variants in a variants file, e.g. books: {data.path: /data/books.csv}"
             )
+
+
+def seed_list(seeds: object) -> list[int]:
+    """``seeds`` as a list of ints (numpy ints included), or a ConfigError naming what was given."""
+    wrong = ConfigError(f"seeds must be a list of integers, e.g. [42, 43, 44], got {seeds!r:.60}")
+    if isinstance(seeds, (str, bytes, numbers.Integral)):
+        raise wrong
+    try:
+        values = list(seeds)  # type: ignore[call-overload]
+    except TypeError:
+        raise wrong from None
+    if not all(isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_)) for seed in values):
+        raise wrong
+    return [int(seed) for seed in values]
 
 
 def check_seeds(seeds: Sequence[int], options: Mapping[str, Mapping[str, Any]], extra: Mapping[str, Any]) -> None:
@@ -185,6 +202,12 @@ def run_compare(
     the directory) may each run a part of it. ``report_only`` trains nothing and tabulates the
     finished runs, naming the missing ones.
     """
+    check_flag(report_only, "report_only")
+    if isinstance(config, Path):
+        config = str(config)
+    if isinstance(variants, (str, bytes)):  # "simp" would be taken letter by letter
+        raise ConfigError(f"variants must be a list of names or a mapping of named option sets, got the string {variants!r}")
+    seeds = seed_list(seeds)
     console = console or Console()
     output_dir = output_directory(output_dir, needs="a comparison needs a directory")
     if (output_dir / "trials.csv").is_file():  # runs beside a tune's trials: plot and tune would mix them up

@@ -241,8 +241,7 @@ class Recommender:
         except UnknownItemError as err:
             if unknown == "error":
                 raise UnknownItemError(err.unknown, where=where) from None
-            missing = {str(x) for x in err.unknown}
-            return self.vocab.encode([x for x in history if str(x) not in missing])
+            return self.vocab.encode([x for x in history if x in self.vocab])
 
 
 def check_unknown(unknown: object) -> None:
@@ -282,4 +281,16 @@ def as_history(history: object, name: str = "history") -> Sequence[int | str]:
     is a set or a mapping, whose order is not the order the items came in."""
     if isinstance(history, (str, bytes, numbers.Number, AbstractSet, Mapping)) or not isinstance(history, Iterable):
         raise ConfigError(f"{name} is a list of item ids, oldest first; got {type(history).__name__} {history!r:.60}")
-    return history if isinstance(history, (Sequence, np.ndarray)) else list(history)
+    if hasattr(history, "ndim") and hasattr(history, "tolist"):  # a numpy array or a torch tensor
+        if history.ndim != 1:
+            raise ConfigError(f"{name} is one list of item ids; got a {history.ndim}-d array "
+                              "(several histories go to recommend_many)")
+        if not isinstance(history, np.ndarray):
+            history = history.tolist()  # a tensor's elements are 0-d tensors
+    elif not isinstance(history, Sequence):
+        history = list(history)
+    nested = next((i for i, x in enumerate(history) if isinstance(x, (list, tuple, np.ndarray, AbstractSet, Mapping))), None)
+    if nested is not None:
+        raise ConfigError(f"{name}[{nested}] is a {type(history[nested]).__name__}, not an item id "
+                          "(several histories go to recommend_many)")
+    return history
