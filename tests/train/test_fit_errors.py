@@ -58,6 +58,9 @@ def test_fit_leaves_the_process_as_it_found_it(tmp_path):
                 [logging.getLogger(n).level for n in ("lightning.pytorch", "lightning.fabric", "lightning")],
                 list(warnings.filters))
 
+    # a known start, whatever the tests before left (fit's own settings would look unchanged)
+    torch.use_deterministic_algorithms(False)
+    torch.utils.deterministic.fill_uninitialized_memory = True
     before = state()
     fit(**tiny_run_config(tmp_path / "run", max_epochs=1, num_threads=1), console=QUIET)
     assert state() == before
