@@ -394,3 +394,10 @@ def test_evaluate_says_when_ids_once_read_as_integers_are_now_text(tmp_path):
     with pytest.raises(ArtifactError, match="is not the dataset this model was trained on") as caught:
         evaluate(tmp_path / "run", data_path=str(named), console=Console(quiet=True))
     assert "leading zeros" not in str(caught.value)
+    # the same data with its item ids read as text (a frame read with dtype=str): the counts agree,
+    # so the error says which types differ
+    import polars as pl
+
+    as_text = pl.read_csv(as_integers, schema_overrides={"item_id": pl.String})
+    with pytest.raises(ArtifactError, match="its item ids are text here but were integers at training"):
+        evaluate(tmp_path / "run", frame=as_text, console=Console(quiet=True))

@@ -536,6 +536,12 @@ def _check_same_data(artifact: LoadedArtifact, dataset: SequenceData) -> None:
                 f"{err}; its item ids are read as text now but were integers at training: since awrsr 0.1.0's "
                 "session-12 change, CSV/TSV ids written with leading zeros (007) stay text, so 007 and 7 are two items"
             ) from None
+        if artifact.vocab.id_type != dataset.item_vocab.id_type:  # the counts alone would not say what differs
+            now, then = (("text", "integers") if dataset.item_vocab.id_type == "str" else ("integers", "text"))
+            raise ArtifactError(
+                f"{err}; its item ids are {now} here but were {then} at training (a frame read with "
+                "dtype=str, say): give the id columns the types they had"
+            ) from None
         raise
     if dataset.item_vocab.to_dict() != artifact.vocab.to_dict():
         raise ArtifactError(f"{artifact.directory}: the dataset's item vocabulary differs from the model's")

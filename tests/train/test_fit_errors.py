@@ -44,6 +44,14 @@ def test_fit_takes_true_or_false_not_a_string(trained_run, tmp_path):
     assert (run_dir / "model.safetensors").read_bytes() == weights
 
 
+def test_a_path_given_as_frame_is_refused_not_recorded_as_a_frame(tmp_path):
+    data = tmp_path / "events.csv"
+    data.write_text("user_id,item_id\n1,2\n")
+    with pytest.raises(ConfigError, match=r"^frame takes a polars or pandas DataFrame, got str; a file goes to data.path"):
+        fit(**tiny_run_config(tmp_path / "run", max_epochs=1), frame=str(data), console=QUIET)
+    assert not (tmp_path / "run").exists()
+
+
 def test_fit_leaves_the_process_as_it_found_it(tmp_path):
     """Deterministic mode, Lightning's environment variables, log levels and warning filters are
     the fit's own; a notebook's later torch code must not warn or behave differently."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from awrsr.data.config import DataConfig
 from awrsr.data.preprocess import Preprocessed, preprocess
 from awrsr.data.readers import read_interactions, unused_time_columns
 from awrsr.data.sequences import Sequences
+from awrsr.data.tabular import is_frame
 from awrsr.data.synthetic import make_synthetic_interactions
 from awrsr.data.vocab import Vocabulary
 from awrsr.errors import ConfigError, DataError
@@ -174,6 +176,11 @@ def load_sequence_data(config: DataConfig, frame: Any = None) -> SequenceData:
     (20, 10)
     """
     unused_times: list[str] = []
+    if frame is not None and not is_frame(frame):  # a path given as frame would be recorded as a frame
+        raise ConfigError(
+            f"frame takes a polars or pandas DataFrame, got {type(frame).__name__}"
+            + ("; a file goes to data.path (--data.path, DataConfig(path=...))" if isinstance(frame, (str, Path)) else "")
+        )
     if frame is not None:
         source, interactions = FRAME_SOURCE, read_interactions(frame, config)
         unused_times = unused_time_columns(frame, config)
