@@ -941,6 +941,8 @@ MUTANTS = [
            "tests/train/test_fit_errors.py", "a path given as frame is refused, not recorded as a frame"),
     Mutant("M385", "src/awrsr/workflows.py", "        if artifact.vocab.id_type != dataset.item_vocab.id_type:", "        if False:",
            "tests/test_end_to_end.py", "item ids of another type than at training are named as the difference"),
+    Mutant("M386", "src/awrsr/infer/recommender.py", '"none" if np.array_equal(a, b) else w.made_by', "w.made_by",
+           "tests/infer/test_recommender.py", "attention maps of an unrefined layer credit nothing"),
     Mutant("M366", "src/awrsr/infer/artifact.py", "    if trained_on is not None:\n        metadata[DATASET_METADATA]",
            "    if False:\n        metadata[DATASET_METADATA]", "tests/test_end_to_end.py",
            "the training data's fingerprint is saved in the weights file"),

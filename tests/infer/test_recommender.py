@@ -64,6 +64,13 @@ def test_attention_maps_of_calibrated_attention_say_so():
     assert maps.is_refined and maps.made_by == ["calibrated", "calibrated"]
 
 
+def test_attention_maps_of_an_unrefined_model_credit_nothing():
+    for name in ("sasrec", "bert4rec"):
+        model = build_model(ModelConfig(name=name, max_len=6, hidden_size=8, num_heads=2, num_blocks=2), 9)
+        maps = Recommender(model, Vocabulary([f"i{x}" for x in range(1, 10)]), max_len=6).attention(["i3", "i1", "i7"])
+        assert not maps.is_refined and maps.made_by == ["none", "none"], name
+
+
 def test_exclusions_and_flags_of_the_wrong_kind_are_clear_errors(trained_run):
     rec = Recommender.load(trained_run.run_dir)
     assert rec.recommend([1, 2], k=3, exclude=None) == rec.recommend([1, 2], k=3)  # None: nothing excluded

@@ -56,8 +56,8 @@ class AttentionMaps:
     ``base[layer, head]`` is A, the attention weights after the masked softmax (n x n; a causal
     model's row i is zero right of column i); ``refined[layer, head]`` is B, the matrix actually
     multiplied into the values (equal to A in a block that is not refined). Rows sum to one.
-    ``made_by[layer]`` names what turned that layer's A into B where they differ: "refined", or
-    in a calibrated AC-TSR model "calibrated" (B is then A_comb, even without a refinement)."""
+    ``made_by[layer]`` names what turned that layer's A into B: "refined", or in a calibrated
+    AC-TSR model "calibrated" (B is then A_comb, even without a refinement); "none" where B is A."""
 
     items: list
     base: np.ndarray  # (layers, heads, n, n) float32
@@ -195,7 +195,8 @@ class Recommender:
         items = [self.vocab.decode([i])[0] if 1 <= i <= len(self.vocab) else "[mask]" for i in read]
         base = torch.stack([w.base[0, :, -n:, -n:] for w in weights]).float().cpu().numpy()
         refined = torch.stack([w.refined[0, :, -n:, -n:] for w in weights]).float().cpu().numpy()
-        return AttentionMaps(items, base, refined, [w.made_by for w in weights])
+        made_by = ["none" if np.array_equal(a, b) else w.made_by for w, a, b in zip(weights, base, refined)]
+        return AttentionMaps(items, base, refined, made_by)
 
     @torch.no_grad()
     def top_k(
