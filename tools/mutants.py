@@ -943,6 +943,8 @@ MUTANTS = [
            "tests/test_end_to_end.py", "item ids of another type than at training are named as the difference"),
     Mutant("M386", "src/awrsr/infer/recommender.py", '"none" if np.array_equal(a, b) else w.made_by', "w.made_by",
            "tests/infer/test_recommender.py", "attention maps of an unrefined layer credit nothing"),
+    Mutant("M387", "src/awrsr/infer/recommender.py", "        if items is not None and len(vocab) != items:", "        if False:",
+           "tests/infer/test_recommender.py", "a Recommender refuses a vocabulary its model was not built for"),
     Mutant("M366", "src/awrsr/infer/artifact.py", "    if trained_on is not None:\n        metadata[DATASET_METADATA]",
            "    if False:\n        metadata[DATASET_METADATA]", "tests/test_end_to_end.py",
            "the training data's fingerprint is saved in the weights file"),

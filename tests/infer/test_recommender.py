@@ -64,6 +64,14 @@ def test_attention_maps_of_calibrated_attention_say_so():
     assert maps.is_refined and maps.made_by == ["calibrated", "calibrated"]
 
 
+def test_a_recommender_refuses_a_vocabulary_or_window_its_model_was_not_built_for():
+    model = build_model(ModelConfig(max_len=6, hidden_size=8, num_heads=2, num_blocks=1), 9)
+    with pytest.raises(ConfigError, match="^the vocabulary has 1,000 ids but the model scores 9 items$"):
+        Recommender(model, Vocabulary(list(range(1, 1001))), max_len=6)  # was an IndexError at the first call
+    with pytest.raises(ConfigError, match="^max_len 50 is not the model's, 6"):
+        Recommender(model, Vocabulary(list(range(1, 10))), max_len=50)
+
+
 def test_attention_maps_of_an_unrefined_model_credit_nothing():
     for name in ("sasrec", "bert4rec"):
         model = build_model(ModelConfig(name=name, max_len=6, hidden_size=8, num_heads=2, num_blocks=2), 9)

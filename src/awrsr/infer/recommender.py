@@ -96,6 +96,12 @@ class Recommender:
         duplicates: Duplicates = "keep",
     ) -> None:
         self.duplicates = _checked_duplicates(duplicates, "duplicates", ConfigError)
+        # a vocabulary or window the model was not built for fails now, not deep in torch at the first call
+        items, window = getattr(model, "num_items", None), getattr(model, "max_len", None)
+        if items is not None and len(vocab) != items:
+            raise ConfigError(f"the vocabulary has {len(vocab):,} ids but the model scores {items:,} items")
+        if window is not None and max_len != window:
+            raise ConfigError(f"max_len {max_len!r} is not the model's, {window}: its positions fix it")
         self.device = resolve_device(device)
         self.model = model.to(self.device).eval()
         self.vocab = vocab
