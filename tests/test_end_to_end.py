@@ -60,6 +60,10 @@ def test_metrics_by_history_length_partition_the_overall_ones(trained_run):
         assert float((table[name].to_numpy() * users).sum() / users.sum()) == pytest.approx(value, abs=1e-9), name
     with pytest.raises(ConfigError, match=r"edges: length edges must be positive and increasing, got \[10, 5\]"):
         evaluate_by_length(trained_run.run_dir, edges=[10, 5])
+    for edges, message in ((10, "a list of integers"), ("10", "a list of integers"), ([10.5], "whole numbers")):
+        with pytest.raises(ConfigError, match=f"^edges: length edges must be {message}"):
+            evaluate_by_length(trained_run.run_dir, edges=edges)
+    assert evaluate_by_length(trained_run.run_dir, edges=np.array([10, 15])).equals(table)  # numpy ints are ints
 
 
 def test_a_users_history_length_counts_the_items_before_the_held_out_one(trained_run):

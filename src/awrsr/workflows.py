@@ -386,20 +386,28 @@ def evaluate_by_length(
     """``evaluate``'s metrics per bucket of the users' history length (items before the held-out
     one), as a frame: one row per non-empty bucket, its user count, and every metric the run
     records. ``edges`` are the buckets' upper bounds (the last bucket is everything longer)."""
+    edges = length_edges(edges)  # checked before the model ranks every user
     return metrics_by_length(rank_artifact(artifact_dir, data_path, split, filter_seen, frame=frame), edges)
+
+
+def length_edges(edges: Sequence[int] | None) -> list[int]:
+    """``edges`` (the default ones for None) as a list of ints, or a ConfigError naming them."""
+    from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels
+
+    edges = DEFAULT_EDGES if edges is None else edges
+    try:
+        bucket_labels(edges)
+    except ValueError as err:
+        raise ConfigError(f"edges: {err}") from None
+    return [int(e) for e in edges]
 
 
 def metrics_by_length(scored: "ScoredArtifact", edges: Sequence[int] | None = None) -> pl.DataFrame:
     """The rows of ``evaluate_by_length`` for ranks already computed."""
-    from awrsr.experiments.by_length import (
-        DEFAULT_EDGES, assign_buckets, bucket_labels, bucket_means, per_user_metric,
-    )
+    from awrsr.experiments.by_length import assign_buckets, bucket_labels, bucket_means, per_user_metric
 
-    edges = list(DEFAULT_EDGES if edges is None else edges)
-    try:
-        labels = bucket_labels(edges)
-    except ValueError as err:
-        raise ConfigError(f"edges: {err}") from None
+    edges = length_edges(edges)
+    labels = bucket_labels(edges)
     buckets = assign_buckets(scored.lengths, edges)
     counts = np.bincount(buckets, minlength=len(labels))
     names = metric_names(scored.evaluation.ks)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
+from collections.abc import Iterable
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -32,7 +34,11 @@ def bucket_labels(edges: Sequence[int]) -> list[str]:
     >>> bucket_labels([5, 10])
     ['1-5', '6-10', '>10']
     """
+    if isinstance(edges, (str, bytes, numbers.Number)) or not isinstance(edges, Iterable):
+        raise ValueError(f"length edges must be a list of integers, e.g. [5, 10, 20], got {edges!r:.60}")
     edges = list(edges)
+    if not all(isinstance(e, numbers.Integral) and not isinstance(e, (bool, np.bool_)) for e in edges):
+        raise ValueError(f"length edges must be whole numbers of items, got {edges}")
     if not edges or any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 1:
         raise ValueError(f"length edges must be positive and increasing, got {edges}")
     lows = [1, *[e + 1 for e in edges[:-1]]]
