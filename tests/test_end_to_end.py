@@ -303,6 +303,7 @@ def test_another_vocabulary_beside_the_weights_is_refused(trained_run, tmp_path,
 def test_load_checks_the_type_of_its_arguments(trained_run):
     with pytest.raises(ArtifactError, match="max_len must be an integer .*got '20'"):
         load_artifact(trained_run.run_dir, max_len="20")
+    assert load_artifact(trained_run.run_dir, max_len=np.int64(20)).model_config.max_len == 20  # numpy ints are ints
     with pytest.raises(TypeError, match="directory must be a path, got NoneType"):
         load_artifact(None)
 

@@ -873,7 +873,8 @@ MUTANTS = [
     # session 38: AC-TSR's B is A_comb, not a refinement
     Mutant("M354", "src/awrsr/experiments/figures.py", 'else f"B ({w.made_by})"', 'else "B (refined)"',
            "tests/experiments/test_figures.py", "a calibrated B is titled by its calibration, not as refined"),
-    Mutant("M355", "src/awrsr/infer/recommender.py", "refined, [w.made_by for w in weights])", "refined)",
+    Mutant("M355", "src/awrsr/infer/recommender.py", "return AttentionMaps(items, base, refined, made_by)",
+           "return AttentionMaps(items, base, refined)",
            "tests/infer/test_recommender.py", "AttentionMaps say what made each layer's B"),
     # session 38: the review of numerical robustness
     Mutant("M356", "src/awrsr/nn/losses.py", "    if not len(scores):\n        return _nothing_to_learn(hidden)\n    pos_loss", "    pos_loss",
@@ -948,6 +949,8 @@ MUTANTS = [
     Mutant("M388", "src/awrsr/experiments/by_length.py",
            "    if not all(isinstance(e, numbers.Integral) and not isinstance(e, (bool, np.bool_)) for e in edges):",
            "    if False:", "tests/test_end_to_end.py", "length edges must be whole numbers"),
+    Mutant("M389", "src/awrsr/infer/recommender.py", "        if not isinstance(histories, Sequences):\n", "        if False:\n",
+           "tests/infer/test_batch.py", "top_k names the type it takes"),
     Mutant("M366", "src/awrsr/infer/artifact.py", "    if trained_on is not None:\n        metadata[DATASET_METADATA]",
            "    if False:\n        metadata[DATASET_METADATA]", "tests/test_end_to_end.py",
            "the training data's fingerprint is saved in the weights file"),

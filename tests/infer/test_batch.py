@@ -362,8 +362,12 @@ def test_arguments_of_the_wrong_kind_are_clear_errors(recommender, log_file):
         recommend_log(recommender, "/no/such/log.csv", data, k=0)
     with pytest.raises(ConfigError, match="exclude_seen must be true or false, got 'no'"):
         recommend_log(recommender, log_file, data, exclude_seen="no")
-    with pytest.raises(TypeError, match="data must be a DataConfig"):
+    with pytest.raises(ConfigError, match="data must be a DataConfig"):  # one line, as every argument error
         recommend_log(recommender, log_file, None)
+    with pytest.raises(ConfigError, match="^source: give the log"):
+        recommend_log(recommender, None, data)
+    with pytest.raises(ConfigError, match="^top_k takes histories as awrsr.data.Sequences .* got list"):
+        recommender.top_k([[1, 2]], 3)
 
 
 @pytest.mark.parametrize(("policy", "expected"), [("keep", [[1, 1, 2, 1]]), ("consecutive", [[1, 2, 1]]), ("first", [[1, 2]])])

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import struct
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
@@ -174,8 +176,9 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     """
     if not isinstance(directory, (str, Path)):
         raise TypeError(f"directory must be a path, got {type(directory).__name__}")
-    if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool)):
+    if max_len is not None and (not isinstance(max_len, numbers.Integral) or isinstance(max_len, (bool, np.bool_))):
         raise ArtifactError(f"max_len must be an integer (a check of the saved model's), got {max_len!r}")
+    max_len = None if max_len is None else int(max_len)  # numpy ints too
     directory = user_path(directory)
     if not directory.is_dir():
         raise ArtifactError(f"{directory} is a file, not a run directory" if directory.exists()

@@ -109,7 +109,9 @@ def recommend_log(
     check_k(k)
     check_flag(exclude_seen, "exclude_seen")
     if not isinstance(data, DataConfig):
-        raise TypeError(f"data must be a DataConfig (how to read the log), got {type(data).__name__}")
+        raise ConfigError(f"data must be a DataConfig (how to read the log), got {type(data).__name__}")
+    if source is None:
+        raise ConfigError("source: give the log, a file path or a polars/pandas DataFrame")
     read = read_user_histories(source, replace(data, duplicates=recommender.duplicates), recommender.vocab, unknown)
     cols, scores = recommender.top_k(read.histories, k, exclude_seen, exclude, batch_size)
     kept = np.isfinite(scores)  # -inf: fewer than k items were left to recommend

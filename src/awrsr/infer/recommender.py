@@ -213,6 +213,9 @@ class Recommender:
         first; -inf marks a slot with no item left (every item seen or excluded). Histories are
         scored in batches of similar length, so that each batch runs the model on the narrowest
         window that holds it."""
+        if not isinstance(histories, Sequences):
+            raise ConfigError(f"top_k takes histories as awrsr.data.Sequences (model indices), got "
+                              f"{type(histories).__name__}; lists of item ids go to recommend_many")
         exclude = check_exclude(exclude)
         check_k(k)
         check_flag(exclude_seen, "exclude_seen")
