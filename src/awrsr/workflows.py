@@ -39,13 +39,13 @@ from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
     save_artifact, write_metrics,
 )
+from awrsr.infer.recommender import check_flag
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.run_directory import (  # noqa: F401  (RUN_LOCK_FILE: where awrsr.workflows always had it)
     RUN_LOCK_FILE, TEST_RANKS_FILE, check_data_outside_run, discard_unwritten_run, first_missing_folder,
     refuse_collection, refuse_foreign_files, refuse_to_replace, run_lock,
 )
 from awrsr.run_config import config_differences, inert_options
-from awrsr.infer.recommender import check_flag
 from awrsr.train import TrainConfig, train_model
 from awrsr.train.process_state import kept_process_state
 from awrsr.train.trainer import (

@@ -14,8 +14,8 @@ from awrsr.data.config import DataConfig
 from awrsr.data.preprocess import Preprocessed, preprocess
 from awrsr.data.readers import read_interactions, unused_time_columns
 from awrsr.data.sequences import Sequences
-from awrsr.data.tabular import is_frame
 from awrsr.data.synthetic import make_synthetic_interactions
+from awrsr.data.tabular import is_frame
 from awrsr.data.vocab import Vocabulary
 from awrsr.errors import ConfigError, DataError
 
