@@ -15,12 +15,11 @@ from awrsr.data.preprocess import Preprocessed, preprocess
 from awrsr.data.readers import read_interactions, unused_time_columns
 from awrsr.data.sequences import Sequences
 from awrsr.data.synthetic import make_synthetic_interactions
-from awrsr.data.tabular import is_frame
+from awrsr.data.tabular import FRAME_SOURCE, is_frame
 from awrsr.data.vocab import Vocabulary
 from awrsr.errors import ConfigError, DataError
 
 _HASH_VERSION = b"awrsr-sequence-data-v1\0"  # bump if the hashed layout ever changes
-FRAME_SOURCE = "<frame>"  # the source a dataset read from a data frame names
 
 
 @dataclass(frozen=True)

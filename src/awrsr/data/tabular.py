@@ -287,13 +287,16 @@ class TextLines:
             yield begin, record, self.is_blank(text)
 
 
+FRAME_SOURCE = "<frame>"  # what names a data frame where a file's path would stand (messages, statistics)
+
+
 def read_frame(frame: Any, config: DataConfig) -> pl.DataFrame:
     """Read an in-memory polars (eager or lazy) or pandas DataFrame into the interaction frame."""
     if isinstance(frame, pl.LazyFrame):
         frame = frame.collect()
     elif not isinstance(frame, pl.DataFrame):
         frame = _from_pandas(frame, config)
-    return _from_columns(frame, config, "<frame>", None)
+    return _from_columns(frame, config, FRAME_SOURCE, None)
 
 
 def is_frame(obj: Any) -> bool:
@@ -316,7 +319,7 @@ def _pandas_labels(frame: Any, config: DataConfig) -> dict[str, Any]:
     """The wanted columns' labels by their text: ``pd.read_csv(header=None)`` labels columns
     0, 1, ..., which ``user_col="0"`` names."""
     names = [str(label) for label in frame.columns]
-    _check_columns(names, config, "<frame>")
+    _check_columns(names, config, FRAME_SOURCE)
     for name in _wanted(config):
         if names.count(name) > 1:  # frame[label] would be a frame, not a column
             raise DataError(f"<frame>: {names.count(name)} columns are named {name!r}; ids need exactly one")

@@ -24,6 +24,7 @@ import socket
 from pathlib import Path, PurePath
 from typing import Any, Union
 
+from awrsr.data.tabular import FRAME_SOURCE
 from awrsr.errors import AwrsrError, ConfigError
 from awrsr.infer.artifact import RECORDED_DATA_FILE, load_artifact
 from awrsr.infer.recommender import Recommender
@@ -85,7 +86,7 @@ def public_dataset_record(dataset: Any) -> Any:
     public = {key: value for key, value in dataset.items() if key != RECORDED_DATA_FILE}
     stats = public.get("stats")
     source = stats.get("source") if isinstance(stats, dict) else None
-    if isinstance(source, str) and source != "<frame>" and not source.startswith("synthetic("):
+    if isinstance(source, str) and source != FRAME_SOURCE and not source.startswith("synthetic("):
         public["stats"] = {**stats, "source": PurePath(source).name}
     return public
 

@@ -42,20 +42,25 @@ class AttentionMask:
         ``row_factor`` zeroes, where logits below about -2e31 plus the bias would overflow to an
         all -inf row, whose softmax is NaN (and NaN * 0 stays NaN)."""
         lowest = torch.tensor(torch.finfo(torch.float32).min, device=self.allowed.device)
-        masked = torch.where(self.row_factor > 0, lowest, 0.0)  # (.., n, 1): 0 on empty rows
+        masked = torch.where(self.real_rows, lowest, 0.0)  # (.., n, 1): 0 on empty rows
         return torch.where(self.allowed, 0.0, masked)  # one pass over (B, 1, n, n), as without them
 
     @cached_property
+    def real_rows(self) -> Tensor:
+        """True for the rows of real queries (..., n, 1). A real query always has a key, itself,
+        so these are the rows with an allowed key, found without a pass over ``allowed``."""
+        return self.real.reshape(*self.allowed.shape[:-1], 1)
+
+    @cached_property
     def row_factor(self) -> Tensor:
-        """1.0 for the rows of real queries, 0.0 for padded ones (..., n, 1). A real query always
-        has a key, itself, so these are the rows with an allowed key, without a pass over them."""
-        return self.real.reshape(*self.allowed.shape[:-1], 1).float()
+        """1.0 for the rows of real queries, 0.0 for padded ones (..., n, 1)."""
+        return self.real_rows.float()
 
     @cached_property
     def allowed_to_real_queries(self) -> Tensor:
         """``allowed`` with every padded query's row empty on any padding (as it is on left-padded
         windows already), for code that reads the mask itself rather than through masked_softmax."""
-        return self.allowed & self.real.reshape(*self.allowed.shape[:-1], 1)
+        return self.allowed & self.real_rows
 
     @cached_property
     def for_fused_kernel(self) -> Tensor:
