@@ -20,7 +20,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
 
-from awrsr.errors import FieldValueError
+from awrsr.errors import ConfigError, FieldValueError
 
 
 def _describe(hint: Any) -> str:
@@ -68,7 +68,7 @@ def _converted(value: Any, hint: Any) -> Any:
             return value
         raise _Mismatch
     if hint is int:
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if is_whole_number(value):
             return int(value)
         raise _Mismatch
     if hint is float:
@@ -98,3 +98,14 @@ def check_field_types(config: Any, section: str) -> None:
             raise FieldValueError(f"{section}.{field.name}", f"must be {_describe(hint)}, got {shown!r}") from None
         if converted is not value:
             setattr(config, field.name, converted)
+
+
+def is_whole_number(value: object) -> bool:
+    """An integer, numpy's included, but not a boolean: True is not 1."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_flag(value: object, name: str) -> None:
+    """A ConfigError unless ``value`` is a boolean, numpy's included: the string "no" is true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"{name} must be true or false, got {value!r:.60}")

@@ -27,6 +27,7 @@ from rich.table import Table
 from torch import Tensor
 
 import awrsr
+from awrsr.config_types import check_flag
 from awrsr.data import (
     DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, data_config_from_dict, leave_one_out,
     load_sequence_data, print_stats,
@@ -39,7 +40,6 @@ from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
     save_artifact, write_metrics,
 )
-from awrsr.infer.recommender import check_flag
 from awrsr.models import ModelConfig, PopularityModel, build_model
 from awrsr.run_directory import (  # noqa: F401  (RUN_LOCK_FILE: where awrsr.workflows always had it)
     RUN_LOCK_FILE, TEST_RANKS_FILE, check_data_outside_run, discard_unwritten_run, first_missing_folder,

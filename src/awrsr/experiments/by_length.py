@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 import yaml
 
+from awrsr.config_types import is_whole_number
 from awrsr.errors import ArtifactError
 from awrsr.experiments.runs import describe_runs
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
@@ -37,7 +38,7 @@ def bucket_labels(edges: Sequence[int]) -> list[str]:
     if isinstance(edges, (str, bytes, numbers.Number)) or not isinstance(edges, Iterable):
         raise ValueError(f"length edges must be a list of integers, e.g. [5, 10, 20], got {edges!r:.60}")
     edges = list(edges)
-    if not all(isinstance(e, numbers.Integral) and not isinstance(e, (bool, np.bool_)) for e in edges):
+    if not all(is_whole_number(e) for e in edges):
         raise ValueError(f"length edges must be whole numbers of items, got {edges}")
     if not edges or any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 1:
         raise ValueError(f"length edges must be positive and increasing, got {edges}")

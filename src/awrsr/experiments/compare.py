@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import yaml
 
 from rich.console import Console
 from rich.markup import escape
 
+from awrsr.config_types import check_flag, is_whole_number
 from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
@@ -28,7 +28,6 @@ from awrsr.experiments.runs import (
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
-from awrsr.infer.recommender import check_flag
 from awrsr.strict_yaml import check_unique_keys
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
@@ -111,7 +110,7 @@ def seed_list(seeds: object) -> list[int]:
         values = list(seeds)  # type: ignore[call-overload]
     except TypeError:
         raise wrong from None
-    if not all(isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_)) for seed in values):
+    if not all(is_whole_number(seed) for seed in values):
         raise wrong
     return [int(seed) for seed in values]
 

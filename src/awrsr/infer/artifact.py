@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import numbers
 import struct
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
 from torch import nn
 
+from awrsr.config_types import is_whole_number
 from awrsr.data import Vocabulary
 from awrsr.errors import ArtifactError, AwrsrError
 from awrsr.files import read_text, user_path, write_bytes_atomic, write_text_atomic
@@ -176,7 +175,7 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
     """
     if not isinstance(directory, (str, Path)):
         raise TypeError(f"directory must be a path, got {type(directory).__name__}")
-    if max_len is not None and (not isinstance(max_len, numbers.Integral) or isinstance(max_len, (bool, np.bool_))):
+    if max_len is not None and not is_whole_number(max_len):
         raise ArtifactError(f"max_len must be an integer (a check of the saved model's), got {max_len!r}")
     max_len = None if max_len is None else int(max_len)  # numpy ints too
     directory = user_path(directory)

@@ -20,13 +20,14 @@ from typing import Any, Iterable, Literal
 import numpy as np
 import polars as pl
 
+from awrsr.config_types import check_flag
 from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
 from awrsr.data.readers import IGNORED_OPTIONS, detect_format
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
-from awrsr.infer.recommender import Recommender, check_exclude, check_flag, check_k, check_unknown
+from awrsr.infer.recommender import Recommender, check_exclude, check_k, check_unknown
 
 OUTPUT_FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
 # The tables awrsr writes into a run's, a tune's or a comparison's directory (recognised by one

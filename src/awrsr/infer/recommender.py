@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from awrsr.config_types import check_flag, is_whole_number
 from awrsr.data import Sequences, Vocabulary
 from awrsr.data.config import Duplicates
 from awrsr.data.preprocess import drop_duplicate_ids
@@ -219,7 +220,7 @@ class Recommender:
         exclude = check_exclude(exclude)
         check_k(k)
         check_flag(exclude_seen, "exclude_seen")
-        if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool) or batch_size < 1:
+        if not is_whole_number(batch_size) or batch_size < 1:
             raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         excluded = [x for x in exclude if x in self.vocab]
         excluded_cols = torch.from_numpy(self.vocab.encode(excluded) - 1).to(self.device) if excluded else None
@@ -273,15 +274,9 @@ def check_exclude(exclude: object) -> list:
     return list(exclude)
 
 
-def check_flag(value: object, name: str) -> None:
-    """A ConfigError unless ``value`` is a boolean: the string "no" is true."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ConfigError(f"{name} must be true or false, got {value!r:.60}")
-
-
 def check_k(k: object) -> None:
     """A ConfigError unless ``k`` is an integer >= 1 (True is not 1, "5" is not 5)."""
-    if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
+    if not is_whole_number(k) or k < 1:
         raise ConfigError(f"k must be an integer >= 1, got {k!r}")
 
 
