@@ -281,6 +281,24 @@ def test_every_command_help_opens_with_a_whole_sentence(capsys, command):
     assert description.endswith(".") and len(description) > 20, description
 
 
+def test_version_names_the_code_torch_and_python_and_only_awrsr_takes_it(capsys):
+    import platform
+
+    import torch
+
+    import awrsr
+    from awrsr.workflows import code_version
+
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0
+    assert out == f"awrsr {code_version()} (torch {torch.__version__}, Python {platform.python_version()})\n"
+    assert out.startswith(f"awrsr {awrsr.__version__}")
+    code, out, _ = run_cli(capsys, "--help")
+    assert code == 0 and "--version" in out
+    code, _, err = run_cli(capsys, "fit", "--version")  # a subcommand's parser has no --version
+    assert code == 2 and "unrecognized arguments: --version" in err, err
+
+
 @pytest.mark.parametrize("edges", ["[10,5]", "[0,5]", "[]"])
 def test_compare_refuses_bad_length_edges_before_training(tmp_path, capsys, edges):
     config = tmp_path / "base.yaml"

@@ -10,11 +10,14 @@ into options and YAML configs (``--config``), and rejects unknown keys.
     awrsr tune configs/sasrec/beauty.yaml configs/search/awrsr-grid.yaml --output_dir runs/tune-beauty
     awrsr compare configs/sasrec/beauty.yaml --variants [simp,value,add] --seeds [42,43,44]
     awrsr plot runs/compare-beauty
+    awrsr --version                                    # the code, torch and Python, for a bug report
 """
 
 # No `from __future__ import annotations`: jsonargparse reads these annotations at run time.
+import argparse
 import json
 import os
+import platform
 import sys
 from typing import List, Literal, Optional, Union
 
@@ -426,6 +429,37 @@ def stats_reads_data_section(args: list[str]) -> list[str]:
     return out
 
 
+def version_text() -> str:
+    """What ``awrsr --version`` prints: the code (with its commit in a checkout, as a run's
+    metrics.json records it), then the torch and Python it runs on."""
+    import torch
+
+    from awrsr.workflows import code_version
+
+    return f"awrsr {code_version()} (torch {torch.__version__}, Python {platform.python_version()})"
+
+
+class _PrintVersion(argparse.Action):
+    """``--version``: computed when asked for, so that no other command runs git or imports torch for it."""
+
+    def __init__(self, option_strings: list, dest: str = argparse.SUPPRESS, help: Optional[str] = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(version_text())
+        parser.exit()
+
+
+class CommandParser(SuggestingParser):
+    """The parser of ``awrsr`` itself: only it takes ``--version`` (jsonargparse passes CLI's
+    keyword arguments to the top parser alone, and makes the subcommands' parsers without them)."""
+
+    def __init__(self, *args, version_option: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if version_option:
+            self.add_argument("--version", action=_PrintVersion, help="Print the code's version, torch's and Python's, and exit.")
+
+
 def main(argv: Optional[list] = None) -> None:
     try:
         argv = sys.argv[1:] if argv is None else argv
@@ -438,7 +472,7 @@ def main(argv: Optional[list] = None) -> None:
         # misspelt option must be an error, not a guess.
         CLI(
             [fit, evaluate, recommend, serve, stats, tune, compare, plot], args=argv, as_positional=True,
-            allow_abbrev=False, parser_class=SuggestingParser,
+            allow_abbrev=False, parser_class=CommandParser, version_option=True,
         )
     except (AwrsrError, FloatingPointError) as err:  # FloatingPointError: a model whose scores are not finite
         if debugging():
