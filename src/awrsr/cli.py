@@ -434,13 +434,13 @@ def version_text() -> str:
     metrics.json records it), then the torch and Python it runs on."""
     import torch
 
-    from awrsr.workflows import code_version
+    from awrsr.workflows import code_version  # workflows imports Lightning: only when asked
 
     return f"awrsr {code_version()} (torch {torch.__version__}, Python {platform.python_version()})"
 
 
 class _PrintVersion(argparse.Action):
-    """``--version``: computed when asked for, so that no other command runs git or imports torch for it."""
+    """``--version``: computed when asked for, so that no other command runs git for it."""
 
     def __init__(self, option_strings: list, dest: str = argparse.SUPPRESS, help: Optional[str] = None) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
