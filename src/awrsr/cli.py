@@ -465,6 +465,8 @@ def main(argv: Optional[list] = None) -> None:
         argv = sys.argv[1:] if argv is None else argv
         if argv and (argv[0] == "--config" or argv[0].startswith("--config=")):  # jsonargparse would blame a key inside
             raise ConfigError("--config goes after the command, e.g. awrsr fit --config FILE")
+        if "--version" in argv[1:] and not argv[0].startswith("-"):  # a subcommand's parser has no --version
+            raise ConfigError(f"--version goes before the command: awrsr --version (not awrsr {argv[0]} --version)")
         check_config_files(argv, fit=argv[:1] in (['fit'], ['stats']))  # names the file; the loader, inline configs
         argv = stats_reads_data_section(list(argv))
         install_strict_yaml_loader()
