@@ -285,6 +285,11 @@ def test_tune_shows_validation_only(base_config, tmp_path):
     assert "popularity (test)" not in shown.getvalue()
     assert not re.search(r"[┃│]\s*test\s*[┃│]", shown.getvalue())  # no test column in the table
     assert "test" in json.loads(next(tmp_path.glob("trial-*/metrics.json")).read_text())
+    # each trial is named with its values as it starts (a log file shows no progress bar until the
+    # end), whole on a narrow console too
+    narrow = io.StringIO()
+    run_tune(base_config, {"train.lr": [0.01]}, tmp_path, extra=parse_sets(TINY), console=Console(file=narrow, width=30))
+    assert f"trial 1 of 1, trial-{trial_id({'train.lr': 0.01})}: train.lr=0.01\n" in narrow.getvalue()
 
 
 def test_tune_shares_a_search_with_another_process(base_config, tmp_path):

@@ -153,10 +153,14 @@ def run_tune(
         # Trials another process is training are left for last, then awaited (see run_or_reuse):
         # several processes may share one search.
         for wait in (False, True):
-            for params in trials:
+            for number, params in enumerate(trials, 1):
                 run_dir = output_dir / f"trial-{trial_id(params)}"
                 if run_dir.name in done:
                     continue
+                # which trial trains now, also in a log file (where the progress bar shows only at the end)
+                values = ", ".join(f"{key}={value}" for key, value in params.items())
+                console.print(f"trial {number} of {len(trials)}, {run_dir.name}: {values}", style="bold", markup=False,
+                              highlight=False, soft_wrap=True)  # whole, however narrow the console
                 try:
                     # validation only on screen: a tune must not invite a look at the test scores
                     metrics = run_or_reuse(
