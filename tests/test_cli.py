@@ -48,9 +48,9 @@ def test_tune_and_compare_pass_every_option_on(tmp_path, capsys, monkeypatch):
     base.write_text("model:\n  max_len: 10\n")
     space.write_text("train.lr: [0.001, 0.01]\n")
     code, _, err = run_cli(capsys, "tune", str(base), str(space), "--output_dir", "t", "--max_trials", "3", "--sample_seed", "5",
-                           "--set", "[train.max_epochs=2]")
+                           "--set", "[train.max_epochs=2]", "--report_only", "true")
     assert code == 0, err
-    assert calls["tune"] == ((str(base), {"train.lr": [0.001, 0.01]}, "t", 3, 5), {"extra": {"train.max_epochs": "2"}})
+    assert calls["tune"] == ((str(base), {"train.lr": [0.001, 0.01]}, "t", 3, 5), {"extra": {"train.max_epochs": "2"}, "report_only": True})
     code, _, err = run_cli(capsys, "compare", str(base), "--variants", "[0.01]", "--seeds", "[1,2]", "--output_dir", "c",
                            "--key", "train.lr", "--base", "0.001", "--set", "[train.max_epochs=2]", "--report_only", "true",
                            "--length_edges", "[3,9]")

@@ -305,6 +305,7 @@ def tune(
     max_trials: Optional[int] = None,
     sample_seed: int = 0,
     set: Optional[List[str]] = None,
+    report_only: bool = False,
 ) -> None:
     """Grid search of a base config over a YAML search space; selection on validation only.
 
@@ -316,11 +317,15 @@ def tune(
         sample_seed: seed of that sample.
         set: extra fixed options for every trial, as key=value (e.g. [train.max_epochs=50]); not
             a key of the search space.
+        report_only: train nothing: print the trials finished so far, best first, and name the
+            others (training now, interrupted, not started); trials.csv and best.yaml are written
+            only once every trial has finished.
     """
     from awrsr.experiments.runs import parse_sets
     from awrsr.experiments.tune import load_search_space, run_tune
 
-    run_tune(base_config, load_search_space(space), output_dir, max_trials, sample_seed, extra=parse_sets(set))
+    run_tune(base_config, load_search_space(space), output_dir, max_trials, sample_seed, extra=parse_sets(set),
+             report_only=report_only)
 
 
 DEFAULT_VARIANTS = ["simp", "value", "add"]  # compare's refinements of SASRec when no variants are named

@@ -292,6 +292,39 @@ def test_tune_shows_validation_only(base_config, tmp_path):
     assert f"trial 1 of 1, trial-{trial_id({'train.lr': 0.01})}: train.lr=0.01\n" in narrow.getvalue()
 
 
+def test_tune_report_only_tabulates_what_finished_and_writes_results_only_when_nothing_is_left(base_config, tmp_path):
+    extra = parse_sets(TINY)
+    space = {"train.lr": [0.01, 0.001], "model.num_heads": [1, 3]}  # 3 heads do not divide 8: never runs
+    first, second = (f"trial-{trial_id({'train.lr': lr, 'model.num_heads': 1})}" for lr in (0.01, 0.001))
+    search = tmp_path / "search"
+    with pytest.raises(ConfigError) as err:
+        run_tune(base_config, space, search, extra=extra, console=QUIET, report_only=True)
+    assert "no finished trial of this search yet" in str(err.value)
+    assert f"Not started: {first} (train.lr=0.01, model.num_heads=1); {second} (train.lr=0.001, model.num_heads=1)." in str(err.value)
+    assert "Skipped (values that cannot go together): trial-" in str(err.value)
+    assert not any(search.glob("trial-*"))  # a report trains nothing
+
+    run_tune(base_config, {"train.lr": [0.01], "model.num_heads": [1]}, tmp_path / "one", extra=extra, console=QUIET)
+    shutil.copytree(tmp_path / "one" / first, search / first)  # one trial finished, as by another process
+    shown = io.StringIO()
+    row = run_tune(base_config, space, search, extra=extra, console=Console(file=shown, width=60), report_only=True)
+    finished = json.loads((search / first / "metrics.json").read_text())
+    assert row["trial"] == first and row["valid"] == finished["valid"]["ndcg@5"]
+    assert f"| {first} | 0.01 | 1 | {finished['valid']['ndcg@5']:.4f} | {finished['selection']['best_epoch']} |" in shown.getvalue()
+    assert "Partial: 1 of 4 trials finished" in shown.getvalue() and f"Not started: {second}" in shown.getvalue()
+    assert not (search / "trials.csv").exists() and not (search / "best.yaml").exists()  # no best of a partial search
+    assert not (search / second).exists()
+
+    best = run_tune(base_config, space, search, extra=extra, console=QUIET)  # trains the other trial, writes the results
+    written = {name: (search / name).read_text() for name in ("trials.csv", "best.yaml")}
+    for name in written:
+        (search / name).unlink()
+    assert run_tune(base_config, space, search, extra=extra, console=QUIET, report_only=True) == best
+    assert {name: (search / name).read_text() for name in written} == written  # the report of a finished search writes them again
+    with pytest.raises(ConfigError, match="report_only must be true or false"):
+        run_tune(base_config, space, search, extra=extra, console=QUIET, report_only="no")
+
+
 def test_tune_shares_a_search_with_another_process(base_config, tmp_path):
     import threading
 

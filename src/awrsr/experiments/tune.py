@@ -29,8 +29,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
+from awrsr.config_types import check_flag
 from awrsr.errors import ConfigError, FieldValueError, TrainingDiverged, UnknownNameError
-from awrsr.experiments.runs import DataFingerprints, check_finished_runs, known_keys, option_args, run_or_reuse
+from awrsr.experiments.runs import (
+    NOT_STARTED, DataFingerprints, check_finished_runs, finished_run, known_keys, option_args, run_or_reuse, run_status,
+)
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
 from awrsr.strict_yaml import check_unique_keys
@@ -126,9 +129,15 @@ def trial_id(params: dict[str, Any]) -> str:
 def run_tune(
     config: str, space: dict[str, list[Any]], output_dir: str | Path, max_trials: int | None = None,
     sample_seed: int = 0, extra: dict[str, Any] | None = None, console: Console | None = None,
+    report_only: bool = False,
 ) -> dict[str, Any]:
     """Run the grid (or ``max_trials`` of it, sampled with ``sample_seed``) and return the best
-    trial's parameters by validation ``train.monitor``. Writes trials.csv and best.yaml."""
+    trial's parameters by validation ``train.monitor``. Writes trials.csv and best.yaml.
+
+    ``report_only`` trains nothing: it prints the trials finished so far, best first, and names
+    the others (another process may be running the search). trials.csv and best.yaml are then
+    written only if every trial has finished, so that a partial search never leaves a best.yaml."""
+    check_flag(report_only, "report_only")
     console = console or Console()
     output_dir = output_directory(output_dir, needs="a tune needs a directory")
     if (output_dir / "runs.csv").is_file():  # trials beside a comparison's runs: plot and compare would mix them up
@@ -145,6 +154,8 @@ def run_tune(
         trials = random.Random(sample_seed).sample(trials, max_trials)
     rows, done = [], set()
     fingerprints = DataFingerprints()  # a finished trial is reused only on the data read now
+    if report_only:
+        return report_trials(config, space, trials, extra or {}, output_dir, fingerprints, console)
     check_finished_runs(
         ((config, {**(extra or {}), **params}, output_dir / f"trial-{trial_id(params)}") for params in trials), fingerprints,
     )
@@ -174,14 +185,24 @@ def run_tune(
                     continue
                 if metrics is None:  # another process holds it: awaited in the second pass
                     continue
-                monitor = metrics["selection"]["monitor"].removeprefix("valid ")
-                rows.append({"trial": run_dir.name, **params, "monitor": monitor, "valid": metrics["valid"][monitor],
-                             "best_epoch": metrics["selection"]["best_epoch"],
-                             "filter_seen": metrics["protocol"]["filter_seen"]})
+                rows.append(trial_row(run_dir, params, metrics))
                 done.add(run_dir.name)
                 progress.advance(task)
     if not rows:
         raise ConfigError("no trial of the search space could run")
+    return write_results(rows, space, output_dir, console)
+
+
+def trial_row(run_dir: Path, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """A finished trial's row of trials.csv: its values and its validation score."""
+    monitor = metrics["selection"]["monitor"].removeprefix("valid ")
+    return {"trial": run_dir.name, **params, "monitor": monitor, "valid": metrics["valid"][monitor],
+            "best_epoch": metrics["selection"]["best_epoch"], "filter_seen": metrics["protocol"]["filter_seen"]}
+
+
+def write_results(rows: list[dict[str, Any]], space: dict[str, list[Any]], output_dir: Path, console: Console) -> dict[str, Any]:
+    """trials.csv (best first) and best.yaml (the best trial's config) of a search whose trials
+    have all finished or been skipped; returns the best row."""
     rows.sort(key=lambda r: r["valid"], reverse=True)
     output_dir.mkdir(parents=True, exist_ok=True)
     # Atomic writes: processes sharing the search may finish (and write these) at the same time.
@@ -191,3 +212,69 @@ def run_tune(
     console.print(f"best trial {best['trial']}: valid {best['monitor']} = {best['valid']:.4f} with "
                   + ", ".join(f"{k}={best[k]}" for k in space), markup=False)
     return best
+
+
+CANNOT_RUN = "skipped (values that cannot go together)"
+
+
+def report_trials(
+    config: str, space: dict[str, list[Any]], trials: list[dict[str, Any]], extra: dict[str, Any], output_dir: Path,
+    fingerprints: DataFingerprints, console: Console,
+) -> dict[str, Any]:
+    """``run_tune(report_only=True)``: the finished trials as a table, best first, and where the
+    others stand; the search's results are written only when nothing is left to train."""
+    from awrsr.models import build_model
+
+    rows, missing = [], []
+    for params in trials:
+        run_dir = output_dir / f"trial-{trial_id(params)}"
+        status = None
+        try:  # a stale trial (other data or configuration) is an ArtifactError, as in a tune
+            resolved, metrics = finished_run(config, {**extra, **params}, run_dir, fingerprints)
+            if metrics is None:
+                status = run_status(run_dir)
+                if status == NOT_STARTED:
+                    build_model(resolved["model"], num_items=8)
+        except ConfigError:  # values that cannot go together (3 heads of 64): a tune skips them, none to wait for
+            status = CANNOT_RUN
+        if status is None:
+            rows.append(trial_row(run_dir, params, metrics))
+        else:
+            missing.append((run_dir.name, params, status))
+    waiting = [m for m in missing if m[2] != CANNOT_RUN]
+    if rows and not waiting:
+        return write_results(rows, space, output_dir, console)
+    if not rows:
+        raise ConfigError(f"{output_dir}: no finished trial of this search yet. {describe_trials(missing)}")
+    rows.sort(key=lambda r: r["valid"], reverse=True)
+    console.print(trials_table(rows, space), markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"Partial: {len(rows)} of {len(trials)} trials finished; trials.csv and best.yaml are written when no "
+        f"trial is left to train. {describe_trials(missing)}", markup=False, highlight=False, soft_wrap=True,
+    )
+    return rows[0]
+
+
+def trials_table(rows: list[dict[str, Any]], space: dict[str, list[Any]]) -> str:
+    """Finished trials as a Markdown table: values, validation score, best epoch."""
+    header = ["trial", *space, f"valid {rows[0]['monitor']}", "best epoch"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        cells = [row["trial"], *(str(row[key]) for key in space), f"{row['valid']:.4f}", str(row["best_epoch"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def describe_trials(missing: list[tuple[str, dict[str, Any], str]]) -> str:
+    """Unfinished trials by status, each named with its values ("Training now: trial-ab12 (train.lr=0.001).");
+    those not started are counted, and named only when few."""
+    grouped: dict[str, list[str]] = {}
+    for name, params, status in missing:
+        grouped.setdefault(status, []).append(f"{name} ({', '.join(f'{k}={v}' for k, v in params.items())})")
+    if NOT_STARTED in grouped:  # what is under way matters more than what is still to come
+        grouped[NOT_STARTED] = grouped.pop(NOT_STARTED)
+    return " ".join(
+        f"{status[:1].upper()}{status[1:]}: "
+        + (f"{len(names)} trials." if status == NOT_STARTED and len(names) > 5 else "; ".join(names) + ".")
+        for status, names in grouped.items()
+    )
