@@ -46,6 +46,9 @@ def test_only_the_packages_own_tracked_files_make_the_version_dirty(tmp_path, mo
     assert source_version(package) == clean
     (package / "code.py").write_text("y = 2\n")
     assert source_version(package) == f"{clean}.dirty"
+    installed = tmp_path / ".venv" / "site" / "package"  # installed into a virtual environment inside the checkout
+    shutil.copytree(package, installed)
+    assert source_version(installed) == awrsr.__version__  # not the checkout's commit: git does not track this copy
 
 
 def _frame(length: int, users: int = 30):

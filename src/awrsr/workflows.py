@@ -100,6 +100,7 @@ def source_version(directory: Path) -> str:
         ).stdout.strip()
 
     try:
+        git("ls-files", "--error-unmatch", "--", ".")  # a copy inside another project's checkout (a .venv in it) is not that commit
         commit = git("rev-parse", "--short", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
     except (OSError, subprocess.SubprocessError):

@@ -265,12 +265,14 @@ def test_tune_selects_on_validation_and_resumes(base_config, tmp_path):
     best = run_tune(base_config, space, tmp_path, extra=extra, console=QUIET)
     rows = (tmp_path / "trials.csv").read_text().splitlines()
     assert len(rows) == 1 + 2  # header + the two runnable trials
-    valids = [json.loads((p / "metrics.json").read_text())["valid"]["ndcg@5"] for p in tmp_path.glob("trial-*")]
-    assert best["valid"] == pytest.approx(max(valids))
+    valids = [json.loads(p.read_text())["valid"]["ndcg@5"] for p in tmp_path.glob("trial-*/metrics.json")]
+    assert len(valids) == 2 and best["valid"] == pytest.approx(max(valids))
     assert (tmp_path / "best.yaml").is_file()
-    stamps = {p: (p / "metrics.json").stat().st_mtime for p in tmp_path.glob("trial-*")}
-    run_tune(base_config, space, tmp_path, extra=extra, console=QUIET)  # finished trials are reused
-    assert stamps == {p: (p / "metrics.json").stat().st_mtime for p in tmp_path.glob("trial-*")}
+    skipped = [json.loads(p.read_text()) for p in tmp_path.glob("trial-*/skipped.json")]  # why, kept for later tunes and reports
+    assert len(skipped) == 2 and all("must be divisible by model.num_heads (3)" in s["reason"] for s in skipped)
+    stamps = {p: p.stat().st_mtime for p in tmp_path.glob("trial-*/*.json")}
+    run_tune(base_config, space, tmp_path, extra=extra, console=QUIET)  # finished trials are reused, skipped ones not tried again
+    assert stamps == {p: p.stat().st_mtime for p in tmp_path.glob("trial-*/*.json")}
     # ...but never a run made with another configuration in the same directory
     with pytest.raises(ArtifactError, match="another configuration"):
         run_tune(base_config, space, tmp_path, extra={**extra, "train.max_epochs": "3"}, console=QUIET)
@@ -301,8 +303,8 @@ def test_tune_report_only_tabulates_what_finished_and_writes_results_only_when_n
         run_tune(base_config, space, search, extra=extra, console=QUIET, report_only=True)
     assert "no finished trial of this search yet" in str(err.value)
     assert f"Not started: {first} (train.lr=0.01, model.num_heads=1); {second} (train.lr=0.001, model.num_heads=1)." in str(err.value)
-    assert "Skipped (values that cannot go together): trial-" in str(err.value)
-    assert not any(search.glob("trial-*"))  # a report trains nothing
+    assert "Skipped: model.hidden_size (8) must be divisible by model.num_heads (3): trial-" in str(err.value)
+    assert not search.exists()  # a report trains nothing and makes no folder
 
     run_tune(base_config, {"train.lr": [0.01], "model.num_heads": [1]}, tmp_path / "one", extra=extra, console=QUIET)
     shutil.copytree(tmp_path / "one" / first, search / first)  # one trial finished, as by another process
@@ -752,6 +754,20 @@ def test_tune_skips_a_trial_that_diverges(base_config, tmp_path, monkeypatch):
     shown = io.StringIO()
     best = run_tune(base_config, {"train.lr": [0.1, 0.01]}, tmp_path, extra=parse_sets(TINY), console=Console(file=shown, width=300))
     assert best["train.lr"] == 0.01
+    assert "skipped {'train.lr': 0.1}: training diverged in epoch 1" in shown.getvalue()
+    # the report agrees: nothing is left to train, so it writes what the tune wrote
+    written = {name: (tmp_path / name).read_text() for name in ("trials.csv", "best.yaml")}
+    for name in written:
+        (tmp_path / name).unlink()
+    shown = io.StringIO()
+    assert run_tune(base_config, {"train.lr": [0.1, 0.01]}, tmp_path, extra=parse_sets(TINY),
+                    console=Console(file=shown, width=300), report_only=True) == best
+    assert {name: (tmp_path / name).read_text() for name in written} == written
+    assert f"| trial-{trial_id({'train.lr': 0.01})} | 0.01 |" in shown.getvalue()  # the table, on a finished search too
+    # and a later tune does not train the diverged trial again (the same values diverge the same way)
+    monkeypatch.setattr(SequentialRecommenderModule, "validation_step", lambda *args: pytest.fail("trained again"))
+    shown = io.StringIO()
+    assert run_tune(base_config, {"train.lr": [0.1, 0.01]}, tmp_path, extra=parse_sets(TINY), console=Console(file=shown, width=300)) == best
     assert "skipped {'train.lr': 0.1}: training diverged in epoch 1" in shown.getvalue()
 
 

@@ -113,3 +113,12 @@ def test_a_key_both_in_the_grid_and_fixed_for_every_trial_is_refused_before_any_
     with pytest.raises(ConfigError, match="--set train.lr: the search space sets it too"):
         run_tune(base, {"train.lr": [0.1, 0.01]}, tmp_path / "t", extra={"train.lr": "0.001"}, console=QUIET)
     assert calls == []
+
+
+def test_a_tie_goes_to_the_trial_first_in_the_search_whatever_order_the_trials_finished_in():
+    # processes sharing a search (or a report) collect the rows in different orders: the best must not depend on it
+    from awrsr.experiments.tune import best_first, trial_id
+
+    trials = [{"train.lr": lr} for lr in (0.1, 0.01, 0.001)]
+    rows = [{"trial": f"trial-{trial_id(t)}", "train.lr": t["train.lr"], "valid": v} for t, v in zip(reversed(trials), (0.2, 0.3, 0.3))]
+    assert [row["train.lr"] for row in best_first(rows, trials)] == [0.1, 0.01, 0.001]

@@ -195,14 +195,17 @@ def describe_runs(runs: Iterable[tuple[str, int, str]]) -> str:
     grouped: dict[str, dict[str, list[int]]] = {}
     for variant, seed, status in runs:
         grouped.setdefault(status, {}).setdefault(variant, []).append(seed)
-    if NOT_STARTED in grouped:  # what is under way matters more than what is still to come
-        grouped[NOT_STARTED] = grouped.pop(NOT_STARTED)
-    return " ".join(
-        f"{status[:1].upper()}{status[1:]}: "
-        + "; ".join(f"{variant} seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}" for variant, seeds in variants.items())
-        + "."
+    return status_sentences({
+        status: [f"{variant} seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}" for variant, seeds in variants.items()]
         for status, variants in grouped.items()
-    )
+    })
+
+
+def status_sentences(grouped: dict[str, list[str]]) -> str:
+    """One sentence per status, its entries joined ("Training now: a; b. Not started: c."), in the
+    order given except that what has not started comes last: what is under way matters more."""
+    order = [status for status in grouped if status != NOT_STARTED] + [NOT_STARTED] * (NOT_STARTED in grouped)
+    return " ".join(f"{status[:1].upper()}{status[1:]}: {'; '.join(grouped[status])}." for status in order)
 
 
 def known_keys() -> set[str]:

@@ -22,7 +22,7 @@ import itertools
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from rich.console import Console
@@ -32,7 +32,7 @@ from rich.progress import Progress
 from awrsr.config_types import check_flag
 from awrsr.errors import ConfigError, FieldValueError, TrainingDiverged, UnknownNameError
 from awrsr.experiments.runs import (
-    NOT_STARTED, DataFingerprints, check_finished_runs, finished_run, known_keys, option_args, run_or_reuse, run_status,
+    DataFingerprints, check_finished_runs, finished_run, known_keys, option_args, run_or_reuse, run_status, status_sentences,
 )
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
@@ -152,10 +152,10 @@ def run_tune(
     trials = grid(space)
     if max_trials is not None and max_trials < len(trials):
         trials = random.Random(sample_seed).sample(trials, max_trials)
-    rows, done = [], set()
     fingerprints = DataFingerprints()  # a finished trial is reused only on the data read now
     if report_only:
         return report_trials(config, space, trials, extra or {}, output_dir, fingerprints, console)
+    rows, done = [], set()
     check_finished_runs(
         ((config, {**(extra or {}), **params}, output_dir / f"trial-{trial_id(params)}") for params in trials), fingerprints,
     )
@@ -172,25 +172,48 @@ def run_tune(
                 values = ", ".join(f"{key}={value}" for key, value in params.items())
                 console.print(f"trial {number} of {len(trials)}, {run_dir.name}: {values}", style="bold", markup=False,
                               highlight=False, soft_wrap=True)  # whole, however narrow the console
-                try:
-                    # validation only on screen: a tune must not invite a look at the test scores
-                    metrics = run_or_reuse(
-                        config, {**(extra or {}), **params}, run_dir, console, wait, print_test=False,
-                        fingerprints=fingerprints,
-                    )
-                except (ConfigError, TrainingDiverged) as err:  # an impossible combination (e.g. 64 not divisible by 3 heads), or a learning rate too high
-                    console.print(f"[yellow]skipped {escape(str(params))}: {escape(str(err))}[/yellow]")
+                options = {**(extra or {}), **params}
+                reason = recorded_skip(run_dir, options)  # skipped before: the same values fail the same way
+                if reason is None:
+                    try:
+                        # validation only on screen: a tune must not invite a look at the test scores
+                        metrics = run_or_reuse(config, options, run_dir, console, wait, print_test=False, fingerprints=fingerprints)
+                    except (ConfigError, TrainingDiverged) as err:  # an impossible combination (e.g. 64 not divisible by 3 heads), or a learning rate too high
+                        reason = str(err)
+                        record_skip(run_dir, options, reason)
+                if reason is not None:
+                    console.print(f"[yellow]skipped {escape(str(params))}: {escape(reason)}[/yellow]")
                     done.add(run_dir.name)
                     progress.advance(task)
                     continue
                 if metrics is None:  # another process holds it: awaited in the second pass
+                    console.print("[dim]another process is training it; coming back to it last[/dim]")
                     continue
                 rows.append(trial_row(run_dir, params, metrics))
                 done.add(run_dir.name)
                 progress.advance(task)
     if not rows:
         raise ConfigError("no trial of the search space could run")
-    return write_results(rows, space, output_dir, console)
+    return write_results(rows, space, trials, output_dir, console)
+
+
+SKIP_RECORD = "skipped.json"  # why a tune skipped a trial: a later tune does not try it again, a report does not wait for it
+
+
+def record_skip(run_dir: Path, options: dict[str, Any], reason: str) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(run_dir / SKIP_RECORD, json.dumps({"options": options, "reason": reason}, sort_keys=True, default=str))
+
+
+def recorded_skip(run_dir: Path, options: dict[str, Any]) -> str | None:
+    """Why a tune skipped this trial with exactly these options, or None (never skipped, or with
+    other options: then it is tried again)."""
+    try:
+        record = json.loads((run_dir / SKIP_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    same = isinstance(record, dict) and record.get("options") == json.loads(json.dumps(options, sort_keys=True, default=str))
+    return str(record.get("reason")) if same else None
 
 
 def trial_row(run_dir: Path, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
@@ -200,10 +223,19 @@ def trial_row(run_dir: Path, params: dict[str, Any], metrics: dict[str, Any]) ->
             "best_epoch": metrics["selection"]["best_epoch"], "filter_seen": metrics["protocol"]["filter_seen"]}
 
 
-def write_results(rows: list[dict[str, Any]], space: dict[str, list[Any]], output_dir: Path, console: Console) -> dict[str, Any]:
+def best_first(rows: list[dict[str, Any]], trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows by validation score, ties in the search's order: the same best whichever process, or
+    report, finished the search, and in whatever order the trials finished."""
+    position = {f"trial-{trial_id(params)}": number for number, params in enumerate(trials)}
+    return sorted(rows, key=lambda row: (-row["valid"], position[row["trial"]]))
+
+
+def write_results(
+    rows: list[dict[str, Any]], space: dict[str, list[Any]], trials: list[dict[str, Any]], output_dir: Path, console: Console,
+) -> dict[str, Any]:
     """trials.csv (best first) and best.yaml (the best trial's config) of a search whose trials
     have all finished or been skipped; returns the best row."""
-    rows.sort(key=lambda r: r["valid"], reverse=True)
+    rows = best_first(rows, trials)
     output_dir.mkdir(parents=True, exist_ok=True)
     # Atomic writes: processes sharing the search may finish (and write these) at the same time.
     write_text_atomic(output_dir / "trials.csv", csv_text([list(rows[0]), *[list(r.values()) for r in rows]]))
@@ -214,7 +246,10 @@ def write_results(rows: list[dict[str, Any]], space: dict[str, list[Any]], outpu
     return best
 
 
-CANNOT_RUN = "skipped (values that cannot go together)"
+class UnfinishedTrial(NamedTuple):
+    name: str
+    params: dict[str, Any]
+    status: str  # run_status's words, or "skipped: <why>"
 
 
 def report_trials(
@@ -223,36 +258,35 @@ def report_trials(
 ) -> dict[str, Any]:
     """``run_tune(report_only=True)``: the finished trials as a table, best first, and where the
     others stand; the search's results are written only when nothing is left to train."""
-    from awrsr.models import build_model
-
-    rows, missing = [], []
+    rows, unfinished = [], []
     for params in trials:
         run_dir = output_dir / f"trial-{trial_id(params)}"
-        status = None
+        options = {**extra, **params}
+        reason = recorded_skip(run_dir, options)
+        if reason is not None:
+            unfinished.append(UnfinishedTrial(run_dir.name, params, f"skipped: {reason}"))
+            continue
         try:  # a stale trial (other data or configuration) is an ArtifactError, as in a tune
-            resolved, metrics = finished_run(config, {**extra, **params}, run_dir, fingerprints)
-            if metrics is None:
-                status = run_status(run_dir)
-                if status == NOT_STARTED:
-                    build_model(resolved["model"], num_items=8)
-        except ConfigError:  # values that cannot go together (3 heads of 64): a tune skips them, none to wait for
-            status = CANNOT_RUN
-        if status is None:
+            metrics = finished_run(config, options, run_dir, fingerprints)[1]
+        except ConfigError as err:  # values that cannot go together, found when a tune reaches the trial
+            metrics, reason = None, str(err)
+        if metrics is not None:
             rows.append(trial_row(run_dir, params, metrics))
         else:
-            missing.append((run_dir.name, params, status))
-    waiting = [m for m in missing if m[2] != CANNOT_RUN]
-    if rows and not waiting:
-        return write_results(rows, space, output_dir, console)
+            unfinished.append(UnfinishedTrial(run_dir.name, params, f"skipped: {reason}" if reason else run_status(run_dir)))
+    waiting = [trial for trial in unfinished if not trial.status.startswith("skipped: ")]
+    if not rows and not waiting:
+        raise ConfigError(f"no trial of the search space could run. {describe_trials(unfinished)}")
     if not rows:
-        raise ConfigError(f"{output_dir}: no finished trial of this search yet. {describe_trials(missing)}")
-    rows.sort(key=lambda r: r["valid"], reverse=True)
-    console.print(trials_table(rows, space), markup=False, highlight=False, soft_wrap=True)
+        raise ConfigError(f"{output_dir}: no finished trial of this search yet. {describe_trials(unfinished)}")
+    console.print(trials_table(best_first(rows, trials), space), markup=False, highlight=False, soft_wrap=True)
+    if not waiting:
+        return write_results(rows, space, trials, output_dir, console)
     console.print(
         f"Partial: {len(rows)} of {len(trials)} trials finished; trials.csv and best.yaml are written when no "
-        f"trial is left to train. {describe_trials(missing)}", markup=False, highlight=False, soft_wrap=True,
+        f"trial is left to train. {describe_trials(unfinished)}", markup=False, highlight=False, soft_wrap=True,
     )
-    return rows[0]
+    return best_first(rows, trials)[0]
 
 
 def trials_table(rows: list[dict[str, Any]], space: dict[str, list[Any]]) -> str:
@@ -265,16 +299,10 @@ def trials_table(rows: list[dict[str, Any]], space: dict[str, list[Any]]) -> str
     return "\n".join(lines)
 
 
-def describe_trials(missing: list[tuple[str, dict[str, Any], str]]) -> str:
-    """Unfinished trials by status, each named with its values ("Training now: trial-ab12 (train.lr=0.001).");
-    those not started are counted, and named only when few."""
+def describe_trials(unfinished: list[UnfinishedTrial], most: int = 5) -> str:
+    """Unfinished trials by status, each named with its values ("Training now: trial-ab12
+    (train.lr=0.001)."); a status of more than ``most`` trials is counted instead."""
     grouped: dict[str, list[str]] = {}
-    for name, params, status in missing:
-        grouped.setdefault(status, []).append(f"{name} ({', '.join(f'{k}={v}' for k, v in params.items())})")
-    if NOT_STARTED in grouped:  # what is under way matters more than what is still to come
-        grouped[NOT_STARTED] = grouped.pop(NOT_STARTED)
-    return " ".join(
-        f"{status[:1].upper()}{status[1:]}: "
-        + (f"{len(names)} trials." if status == NOT_STARTED and len(names) > 5 else "; ".join(names) + ".")
-        for status, names in grouped.items()
-    )
+    for trial in unfinished:
+        grouped.setdefault(trial.status, []).append(f"{trial.name} ({', '.join(f'{k}={v}' for k, v in trial.params.items())})")
+    return status_sentences({status: names if len(names) <= most else [f"{len(names)} trials"] for status, names in grouped.items()})
