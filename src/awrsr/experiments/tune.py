@@ -136,7 +136,8 @@ def run_tune(
 
     ``report_only`` trains nothing: it prints the trials finished so far, best first, and names
     the others (another process may be running the search). trials.csv and best.yaml are then
-    written only if every trial has finished, so that a partial search never leaves a best.yaml."""
+    written only when no trial is left to train (each finished or skipped), so that a partial
+    search never leaves a best.yaml."""
     check_flag(report_only, "report_only")
     console = console or Console()
     output_dir = output_directory(output_dir, needs="a tune needs a directory")
@@ -169,8 +170,7 @@ def run_tune(
                 if run_dir.name in done:
                     continue
                 # which trial trains now, also in a log file (where the progress bar shows only at the end)
-                values = ", ".join(f"{key}={value}" for key, value in params.items())
-                console.print(f"trial {number} of {len(trials)}, {run_dir.name}: {values}", style="bold", markup=False,
+                console.print(f"trial {number} of {len(trials)}, {run_dir.name}: {values_text(params)}", style="bold", markup=False,
                               highlight=False, soft_wrap=True)  # whole, however narrow the console
                 options = {**(extra or {}), **params}
                 reason = recorded_skip(run_dir, options)  # skipped before: the same values fail the same way
@@ -214,6 +214,11 @@ def recorded_skip(run_dir: Path, options: dict[str, Any]) -> str | None:
         return None
     same = isinstance(record, dict) and record.get("options") == json.loads(json.dumps(options, sort_keys=True, default=str))
     return str(record.get("reason")) if same else None
+
+
+def values_text(params: dict[str, Any]) -> str:
+    """A trial's values as ``key=value, ...``."""
+    return ", ".join(f"{key}={value}" for key, value in params.items())
 
 
 def trial_row(run_dir: Path, params: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
@@ -304,5 +309,5 @@ def describe_trials(unfinished: list[UnfinishedTrial], most: int = 5) -> str:
     (train.lr=0.001)."); a status of more than ``most`` trials is counted instead."""
     grouped: dict[str, list[str]] = {}
     for trial in unfinished:
-        grouped.setdefault(trial.status, []).append(f"{trial.name} ({', '.join(f'{k}={v}' for k, v in trial.params.items())})")
+        grouped.setdefault(trial.status, []).append(f"{trial.name} ({values_text(trial.params)})")
     return status_sentences({status: names if len(names) <= most else [f"{len(names)} trials"] for status, names in grouped.items()})
