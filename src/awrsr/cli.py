@@ -318,8 +318,8 @@ def tune(
         set: extra fixed options for every trial, as key=value (e.g. [train.max_epochs=50]); not
             a key of the search space.
         report_only: train nothing: print the trials finished so far, best first, and name the
-            others (training now, interrupted, not started); trials.csv and best.yaml are written
-            only once every trial has finished.
+            others (training now, interrupted, not started, skipped); trials.csv and best.yaml are
+            written only when no trial is left to train.
     """
     from awrsr.experiments.runs import parse_sets
     from awrsr.experiments.tune import load_search_space, run_tune

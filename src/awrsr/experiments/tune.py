@@ -126,6 +126,11 @@ def trial_id(params: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(params, sort_keys=True).encode()).hexdigest()[:10]
 
 
+def trial_name(params: dict[str, Any]) -> str:
+    """The trial's folder in the search's output directory."""
+    return f"trial-{trial_id(params)}"
+
+
 def run_tune(
     config: str, space: dict[str, list[Any]], output_dir: str | Path, max_trials: int | None = None,
     sample_seed: int = 0, extra: dict[str, Any] | None = None, console: Console | None = None,
@@ -140,6 +145,7 @@ def run_tune(
     search never leaves a best.yaml."""
     check_flag(report_only, "report_only")
     console = console or Console()
+    extra = extra or {}
     output_dir = output_directory(output_dir, needs="a tune needs a directory")
     if (output_dir / "runs.csv").is_file():  # trials beside a comparison's runs: plot and compare would mix them up
         raise ConfigError(f"{output_dir} holds a comparison (runs.csv); give the tune a directory of its own")
@@ -148,17 +154,17 @@ def run_tune(
         raise ConfigError(f"base config not found: {config}")
     if max_trials is not None and max_trials < 1:
         raise ConfigError(f"max_trials must be >= 1, got {max_trials}")
-    check_fixed_options(config, extra or {})
-    check_grid_values(config, space, extra or {})
+    check_fixed_options(config, extra)
+    check_grid_values(config, space, extra)
     trials = grid(space)
     if max_trials is not None and max_trials < len(trials):
         trials = random.Random(sample_seed).sample(trials, max_trials)
     fingerprints = DataFingerprints()  # a finished trial is reused only on the data read now
     if report_only:
-        return report_trials(config, space, trials, extra or {}, output_dir, fingerprints, console)
+        return report_trials(config, space, trials, extra, output_dir, fingerprints, console)
     rows, done = [], set()
     check_finished_runs(
-        ((config, {**(extra or {}), **params}, output_dir / f"trial-{trial_id(params)}") for params in trials), fingerprints,
+        ((config, {**extra, **params}, output_dir / trial_name(params)) for params in trials), fingerprints,
     )
     with Progress(console=console, transient=False) as progress:
         task = progress.add_task(f"{len(trials)} trials", total=len(trials))
@@ -166,13 +172,13 @@ def run_tune(
         # several processes may share one search.
         for wait in (False, True):
             for number, params in enumerate(trials, 1):
-                run_dir = output_dir / f"trial-{trial_id(params)}"
+                run_dir = output_dir / trial_name(params)
                 if run_dir.name in done:
                     continue
                 # which trial trains now, also in a log file (where the progress bar shows only at the end)
                 console.print(f"trial {number} of {len(trials)}, {run_dir.name}: {values_text(params)}", style="bold", markup=False,
                               highlight=False, soft_wrap=True)  # whole, however narrow the console
-                options = {**(extra or {}), **params}
+                options = {**extra, **params}
                 reason = recorded_skip(run_dir, options)  # skipped before: the same values fail the same way
                 if reason is None:
                     try:
@@ -231,7 +237,7 @@ def trial_row(run_dir: Path, params: dict[str, Any], metrics: dict[str, Any]) ->
 def best_first(rows: list[dict[str, Any]], trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows by validation score, ties in the search's order: the same best whichever process, or
     report, finished the search, and in whatever order the trials finished."""
-    position = {f"trial-{trial_id(params)}": number for number, params in enumerate(trials)}
+    position = {trial_name(params): number for number, params in enumerate(trials)}
     return sorted(rows, key=lambda row: (-row["valid"], position[row["trial"]]))
 
 
@@ -265,7 +271,7 @@ def report_trials(
     others stand; the search's results are written only when nothing is left to train."""
     rows, unfinished = [], []
     for params in trials:
-        run_dir = output_dir / f"trial-{trial_id(params)}"
+        run_dir = output_dir / trial_name(params)
         options = {**extra, **params}
         reason = recorded_skip(run_dir, options)
         if reason is not None:
