@@ -19,5 +19,6 @@ files=$(find -L "$name" -mindepth 2 -maxdepth 3 -name metrics.json | sort | whil
 done)
 [ -n "$files" ] || { echo "no finished run under $comparison" >&2; exit 1; }
 skipped=$(find -L "$name" -mindepth 2 -maxdepth 2 -name skipped.json | sort)
-printf '%s\n' "$files" $skipped | tar czhf "$archive" -T -
+# one path per line, quoted: a folder name may hold spaces
+{ echo "$files"; if [ -n "$skipped" ]; then echo "$skipped"; fi; } | tar czhf "$archive" -T -
 echo "$(echo "$files" | grep -c metrics.json) finished run(s)${skipped:+, $(echo "$skipped" | wc -l) skipped trial(s)} -> $archive"

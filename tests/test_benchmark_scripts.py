@@ -383,22 +383,23 @@ def test_archive_runs_packs_a_tune_so_that_its_trials_come_back_finished_or_skip
     tiny = parse_sets(["data.synthetic.num_users=60", "data.synthetic.num_items=20", "model.max_len=10",
                        "model.hidden_size=8", "model.num_blocks=1", "train.max_epochs=1"])
     space = {"train.lr": [0.01, 0.001], "model.num_heads": [1, 3]}  # 3 heads do not divide 8: skipped
-    best = run_tune(str(config), space, tmp_path / "old" / "search", extra=tiny, console=quiet)
+    # a folder name with a space: every path goes to tar one per line, whole
+    best = run_tune(str(config), space, tmp_path / "old" / "my search", extra=tiny, console=quiet)
     archive = tmp_path / "search.tar.gz"
-    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "archive_runs.sh"), str(tmp_path / "old" / "search"), str(archive)],
+    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "archive_runs.sh"), str(tmp_path / "old" / "my search"), str(archive)],
                           capture_output=True, text=True)
     assert done.returncode == 0 and "2 finished run(s), 2 skipped trial(s)" in done.stdout, done.stderr
-    finished = f"search/trial-{trial_id({'train.lr': 0.01, 'model.num_heads': 1})}"
-    skipped = f"search/trial-{trial_id({'train.lr': 0.01, 'model.num_heads': 3})}"
+    finished = f"my search/trial-{trial_id({'train.lr': 0.01, 'model.num_heads': 1})}"
+    skipped = f"my search/trial-{trial_id({'train.lr': 0.01, 'model.num_heads': 3})}"
     with tarfile.open(archive) as packed:
         names = packed.getnames()
     assert f"{finished}/metrics.json" in names and f"{finished}/history.csv" in names and f"{skipped}/skipped.json" in names
     assert not any("checkpoints" in name or name.endswith((".ckpt", ".lock")) for name in names)
-    assert "search/best.yaml" not in names  # written again from the trials
+    assert "my search/best.yaml" not in names  # written again from the trials
 
     new = tmp_path / "new"
     new.mkdir()
     subprocess.run(["tar", "xzf", str(archive), "-C", str(new)], check=True)
-    assert run_tune(str(config), space, new / "search", extra=tiny, console=quiet, report_only=True) == best
+    assert run_tune(str(config), space, new / "my search", extra=tiny, console=quiet, report_only=True) == best
     monkeypatch.setattr(SequentialRecommenderModule, "training_step", lambda *args: pytest.fail("trained again"))
-    assert run_tune(str(config), space, new / "search", extra=tiny, console=quiet) == best
+    assert run_tune(str(config), space, new / "my search", extra=tiny, console=quiet) == best

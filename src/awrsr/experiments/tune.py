@@ -257,10 +257,13 @@ def write_results(
     return best
 
 
+SKIPPED = "skipped: "  # an unfinished trial's status when a tune skips it (then the reason): none to wait for
+
+
 class UnfinishedTrial(NamedTuple):
     name: str
     params: dict[str, Any]
-    status: str  # run_status's words, or "skipped: <why>"
+    status: str  # run_status's words, or SKIPPED and why
 
 
 def report_trials(
@@ -275,7 +278,7 @@ def report_trials(
         options = {**extra, **params}
         reason = recorded_skip(run_dir, options)
         if reason is not None:
-            unfinished.append(UnfinishedTrial(run_dir.name, params, f"skipped: {reason}"))
+            unfinished.append(UnfinishedTrial(run_dir.name, params, SKIPPED + reason))
             continue
         try:  # a stale trial (other data or configuration) is an ArtifactError, as in a tune
             metrics = finished_run(config, options, run_dir, fingerprints)[1]
@@ -284,20 +287,21 @@ def report_trials(
         if metrics is not None:
             rows.append(trial_row(run_dir, params, metrics))
         else:
-            unfinished.append(UnfinishedTrial(run_dir.name, params, f"skipped: {reason}" if reason else run_status(run_dir)))
-    waiting = [trial for trial in unfinished if not trial.status.startswith("skipped: ")]
+            unfinished.append(UnfinishedTrial(run_dir.name, params, SKIPPED + reason if reason else run_status(run_dir)))
+    waiting = [trial for trial in unfinished if not trial.status.startswith(SKIPPED)]
     if not rows and not waiting:
         raise ConfigError(f"no trial of the search space could run. {describe_trials(unfinished)}")
     if not rows:
         raise ConfigError(f"{output_dir}: no finished trial of this search yet. {describe_trials(unfinished)}")
-    console.print(trials_table(best_first(rows, trials), space), markup=False, highlight=False, soft_wrap=True)
+    rows = best_first(rows, trials)
+    console.print(trials_table(rows, space), markup=False, highlight=False, soft_wrap=True)
     if not waiting:
         return write_results(rows, space, trials, output_dir, console)
     console.print(
         f"Partial: {len(rows)} of {len(trials)} trials finished; trials.csv and best.yaml are written when no "
         f"trial is left to train. {describe_trials(unfinished)}", markup=False, highlight=False, soft_wrap=True,
     )
-    return best_first(rows, trials)[0]
+    return rows[0]
 
 
 def trials_table(rows: list[dict[str, Any]], space: dict[str, list[Any]]) -> str:
