@@ -150,7 +150,7 @@ def print_results(console: Console, columns: dict[str, dict[str, float]], ks: li
 def fit(
     data: DataConfig, model: ModelConfig, train: TrainConfig, evaluation: EvalConfig,
     output_dir: str | Path, frame: Any = None, console: Console | None = None, resume: bool = False,
-    overwrite: bool = False, print_test: bool = True,
+    overwrite: bool = False, print_test: bool = True, epoch_lines: bool = False,
 ) -> FitResult:
     """Train ``model`` on ``data``, select by validation, score the test set once, save the artifact.
 
@@ -159,7 +159,9 @@ def fit(
     holds a finished or interrupted run is refused unless ``overwrite``, so that a repeated command
     never deletes a model before its replacement exists. Two processes never train into one
     directory: the second gets a clear error. ``print_test=False`` prints validation metrics only
-    (tuning selects on validation; the test scores are still recorded in metrics.json). Like
+    (tuning selects on validation; the test scores are still recorded in metrics.json).
+    ``epoch_lines=True`` shows progress as one line per epoch on a terminal too, where
+    ``train.progress_bar`` would draw a bar (compare and tune: their own bar holds the terminal). Like
     Lightning's ``seed_everything``, it seeds Python's, numpy's and torch's global generators with
     ``train.seed``; the rest of what training sets in the process (``train.num_threads``, torch's
     deterministic mode, Lightning's environment variables, log levels and warning filters) holds
@@ -168,7 +170,7 @@ def fit(
                              ("evaluation", evaluation, EvalConfig)):
         if not isinstance(part, kind):  # fit(ModelConfig(), DataConfig(), ...) would fail in an attribute lookup
             raise ConfigError(f"fit: {name} must be a {kind.__name__}, got {type(part).__name__}")
-    for name, flag in (("resume", resume), ("overwrite", overwrite), ("print_test", print_test)):
+    for name, flag in (("resume", resume), ("overwrite", overwrite), ("print_test", print_test), ("epoch_lines", epoch_lines)):
         check_flag(flag, f"fit: {name}")  # the string "false" is true: overwrite="false" deleted a run
     if frame is not None and data.path is not None:  # the run's record would name a file it never read
         raise ConfigError(f"fit: give data.path ({data.path}) or a frame, not both")
@@ -191,7 +193,7 @@ def fit(
             refuse_to_replace(run_dir)
         # train.num_threads, deterministic mode, Lightning's settings: for this fit, not the caller's process after it
         with kept_process_state():
-            result = _fit(data, model, train, evaluation, run_dir, frame, console or Console(), resume, print_test)
+            result = _fit(data, model, train, evaluation, run_dir, frame, console or Console(), resume, print_test, epoch_lines)
         finished = True
         return result
     finally:
@@ -202,7 +204,7 @@ def fit(
 
 def _fit(
     data: DataConfig, model: ModelConfig, train: TrainConfig, evaluation: EvalConfig,
-    run_dir: Path, frame: Any, console: Console, resume: bool, print_test: bool = True,
+    run_dir: Path, frame: Any, console: Console, resume: bool, print_test: bool = True, epoch_lines: bool = False,
 ) -> FitResult:
     valid_names = metric_names(evaluation.ks)
     if train.monitor not in valid_names:
@@ -256,7 +258,7 @@ def _fit(
             (run_dir / name).unlink(missing_ok=True)
     outcome = train_model(
         net, split, train, evaluation, model.max_len, run_dir, resume=resume,
-        run_record={**config, "dataset": dataset.fingerprint.to_dict()},
+        run_record={**config, "dataset": dataset.fingerprint.to_dict()}, epoch_lines=epoch_lines,
     )
 
     started = time.perf_counter()

@@ -294,6 +294,25 @@ def test_tune_shows_validation_only(base_config, tmp_path):
     assert f"trial 1 of 1, trial-{trial_id({'train.lr': 0.01})}: train.lr=0.01\n" in narrow.getvalue()
 
 
+def test_tune_and_compare_runs_show_one_line_per_epoch_unless_the_progress_bar_is_off(base_config, tmp_path, capsys, monkeypatch):
+    """A trial or a compared run may train for hours: its epochs show as lines (on a terminal too,
+    where the caller's own bar holds the screen), and train.progress_bar=false silences them."""
+    import sys
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # stdout a terminal; the tables go elsewhere
+    tables = Console(file=io.StringIO())
+    run_tune(base_config, {"train.lr": [0.01]}, tmp_path / "tune", extra=parse_sets(TINY), console=tables)
+    out = capsys.readouterr().out
+    assert "\r" not in out and "Epoch 1/2" not in out  # no nested bar
+    lines = [line for line in out.splitlines() if line.startswith("epoch ")]
+    assert len(lines) == 2 and re.fullmatch(r"epoch 2/2: valid ndcg@5 \d\.\d{4}, best \d\.\d{4}, .* \d+\.\d s", lines[1]), lines
+    run_compare(base_config, ["simp"], [1], tmp_path / "compare", extra=parse_sets(TINY), console=tables)
+    assert sum(line.startswith("epoch 2/2: ") for line in capsys.readouterr().out.splitlines()) == 2  # base and simp
+    quiet = parse_sets([*TINY, "train.progress_bar=false"])
+    run_tune(base_config, {"train.lr": [0.001]}, tmp_path / "tune2", extra=quiet, console=tables)
+    assert "epoch " not in capsys.readouterr().out
+
+
 def test_tune_report_only_tabulates_what_finished_and_writes_results_only_when_nothing_is_left(base_config, tmp_path):
     extra = parse_sets(TINY)
     space = {"train.lr": [0.01, 0.001], "model.num_heads": [1, 3]}  # 3 heads do not divide 8: never runs

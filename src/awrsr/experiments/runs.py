@@ -94,7 +94,7 @@ def finished_run(
     configuration is an error (its directory cannot hold this one), other than in the machine's
     options; with ``fingerprints``, so is one trained on other data than the data read now, and
     where both fingerprints are known, data.path may differ (the same data moved)."""
-    args = ["--config", config, *option_args(options), "--train.progress_bar", "false", "--output_dir", str(run_dir)]
+    args = ["--config", config, *option_args(options), "--output_dir", str(run_dir)]
     resolved = load_fit_config(args)
     metrics_file = run_dir / METRICS_FILE
     try:
@@ -165,7 +165,10 @@ def run_or_reuse(
         if resume:
             console.print(f"[dim]{escape(str(run_dir))}: continuing the interrupted run from its last checkpoint[/dim]")
         # No readable metrics.json and no checkpoint: whatever is there is a run that never finished.
-        return fit(**{**resolved, "resume": resume, "overwrite": not resume}, console=console, print_test=print_test).metrics
+        # train.progress_bar as configured, as lines: a run's progress shows under the caller's own bar
+        # and in its log file, where hours of training showed nothing before the run's table
+        return fit(**{**resolved, "resume": resume, "overwrite": not resume}, console=console, print_test=print_test,
+                   epoch_lines=True).metrics
     finally:
         lock.release()
         discard_unwritten_run(run_dir, created)

@@ -35,7 +35,8 @@ class TrainConfig:
         seed: seed of initialisation, shuffling, negatives and dropout.
         accelerator: Lightning accelerator.
         precision: 32-true or bf16-mixed (bfloat16 training matmuls; evaluation stays float32).
-        progress_bar: show Lightning's progress bar on a terminal; where stdout is a file or a pipe, one line per epoch.
+        progress_bar: show Lightning's progress bar on a terminal; where stdout is a file or a pipe, one line per epoch
+            (in compare and tune, lines on a terminal too, under their own bar of runs). false: neither.
         num_threads: torch CPU threads; null (None) keeps torch's default.
         adversarial_alpha: model.attention calibrated (AC-TSR): weight alpha of the perturbation-mask
             norm L_norm in the perturbation network's objective -L_P + alpha L_norm (eq. 20; docs/ac-tsr.md).

@@ -70,7 +70,7 @@ def check_accelerator(accelerator: str) -> None:
 
 def train_model(
     model: nn.Module, split: LeaveOneOutSplit, train: TrainConfig, evaluation: EvalConfig,
-    max_len: int, run_dir: Path, resume: bool = False, run_record: dict | None = None,
+    max_len: int, run_dir: Path, resume: bool = False, run_record: dict | None = None, epoch_lines: bool = False,
 ) -> TrainingOutcome:
     """Fit ``model`` on ``split.train``, select the epoch with the best validation ``train.monitor``
     and leave those weights in ``model``. The test cases are not touched here.
@@ -78,7 +78,8 @@ def train_model(
     With ``resume``, training continues from ``run_dir/checkpoints/last.ckpt`` (weights, optimisers,
     early-stopping and best-checkpoint state, RNG) up to the budget in ``train``; the epoch log keeps
     the earlier epochs up to that checkpoint. A fresh run starts a new checkpoint directory and
-    writes ``run_record`` (what the caller wants a resume checked against) into it."""
+    writes ``run_record`` (what the caller wants a resume checked against) into it. With
+    ``epoch_lines``, ``train.progress_bar`` prints one line per epoch on a terminal too."""
     quiet_lightning()
     checkpoint_dir = run_dir / CHECKPOINT_DIR
     resume_from = checkpoint_dir / LAST_CHECKPOINT
@@ -113,7 +114,7 @@ def train_model(
     callbacks.append(Timer(duration=train.max_time, interval="epoch"))
     # A bar on a terminal; in a log file (stdout, where Lightning's bar writes, redirected) one
     # line per epoch instead, since a bar's carriage returns and escape codes would fill it.
-    show_bar = train.progress_bar and sys.stdout.isatty()
+    show_bar = train.progress_bar and not epoch_lines and sys.stdout.isatty()
     if show_bar:
         callbacks.append(EpochProgressBar())
     elif train.progress_bar:
