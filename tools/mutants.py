@@ -981,7 +981,7 @@ MUTANTS = [
            "a tune's or a comparison's runs show their epochs (train.progress_bar as configured)"),
     Mutant("M400", "src/awrsr/train/trainer.py", "train.progress_bar and not epoch_lines and sys.stdout.isatty()",
            "train.progress_bar and sys.stdout.isatty()", "tests/experiments/test_experiments.py",
-           "a tune's or a comparison's runs show epochs as lines under the caller's bar, not a bar of their own"),
+           "a tune's or a comparison's runs show epochs as lines on a terminal too, not a bar of their own"),
     Mutant("M366", "src/awrsr/infer/artifact.py", "    if trained_on is not None:\n        metadata[DATASET_METADATA]",
            "    if False:\n        metadata[DATASET_METADATA]", "tests/test_end_to_end.py",
            "the training data's fingerprint is saved in the weights file"),

@@ -161,7 +161,7 @@ def fit(
     directory: the second gets a clear error. ``print_test=False`` prints validation metrics only
     (tuning selects on validation; the test scores are still recorded in metrics.json).
     ``epoch_lines=True`` shows progress as one line per epoch on a terminal too, where
-    ``train.progress_bar`` would draw a bar (compare and tune: their own bar holds the terminal). Like
+    ``train.progress_bar`` would draw a bar (compare and tune: a record of each of their runs). Like
     Lightning's ``seed_everything``, it seeds Python's, numpy's and torch's global generators with
     ``train.seed``; the rest of what training sets in the process (``train.num_threads``, torch's
     deterministic mode, Lightning's environment variables, log levels and warning filters) holds

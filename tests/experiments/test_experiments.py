@@ -296,7 +296,7 @@ def test_tune_shows_validation_only(base_config, tmp_path):
 
 def test_tune_and_compare_runs_show_one_line_per_epoch_unless_the_progress_bar_is_off(base_config, tmp_path, capsys, monkeypatch):
     """A trial or a compared run may train for hours: its epochs show as lines (on a terminal too,
-    where the caller's own bar holds the screen), and train.progress_bar=false silences them."""
+    a record of each run), and train.progress_bar=false silences them."""
     import sys
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # stdout a terminal; the tables go elsewhere

@@ -165,8 +165,9 @@ def run_or_reuse(
         if resume:
             console.print(f"[dim]{escape(str(run_dir))}: continuing the interrupted run from its last checkpoint[/dim]")
         # No readable metrics.json and no checkpoint: whatever is there is a run that never finished.
-        # train.progress_bar as configured, as lines: a run's progress shows under the caller's own bar
-        # and in its log file, where hours of training showed nothing before the run's table
+        # train.progress_bar as configured, as lines on a terminal too: a record of each of many runs that
+        # stays on screen (above tune's bar of trials, where rich sends it) and in a log file, where hours
+        # of training showed nothing before the run's table
         return fit(**{**resolved, "resume": resume, "overwrite": not resume}, console=console, print_test=print_test,
                    epoch_lines=True).metrics
     finally:

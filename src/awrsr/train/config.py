@@ -36,7 +36,7 @@ class TrainConfig:
         accelerator: Lightning accelerator.
         precision: 32-true or bf16-mixed (bfloat16 training matmuls; evaluation stays float32).
         progress_bar: show Lightning's progress bar on a terminal; where stdout is a file or a pipe, one line per epoch
-            (in compare and tune, lines on a terminal too, under their own bar of runs). false: neither.
+            (in compare and tune, lines on a terminal too: a record of each of their runs). false: neither.
         num_threads: torch CPU threads; null (None) keeps torch's default.
         adversarial_alpha: model.attention calibrated (AC-TSR): weight alpha of the perturbation-mask
             norm L_norm in the perturbation network's objective -L_P + alpha L_norm (eq. 20; docs/ac-tsr.md).
