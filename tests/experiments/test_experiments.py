@@ -813,6 +813,40 @@ def test_a_finished_run_is_reused_only_with_the_same_evaluation_protocol(tmp_pat
         finished_run(str(base), {"train.seed": 1}, run_dir)
 
 
+def test_reports_say_how_far_a_run_that_will_go_on_has_come(base_config, tmp_path):
+    extra = parse_sets(TINY)
+    run_tune(base_config, {"train.lr": [0.01, 0.001]}, tmp_path / "done", extra=extra, console=QUIET)
+    first, second = (f"trial-{trial_id({'train.lr': lr})}" for lr in (0.01, 0.001))
+    search = tmp_path / "search"
+    # the second trial interrupted after its last epoch (checkpoint and log, no results); the first not started
+    shutil.copytree(tmp_path / "done" / second, search / second, ignore=shutil.ignore_patterns("metrics.json"))
+    selection = json.loads((tmp_path / "done" / second / "metrics.json").read_text())["selection"]
+    so_far = (f"So far: {second} at epoch 2/2, best valid ndcg@5 {selection['best_value']:.4f} at epoch "
+              f"{selection['best_epoch']}, {2 - selection['best_epoch']} of patience 20 without a gain.")
+    with pytest.raises(ConfigError) as err:
+        run_tune(base_config, {"train.lr": [0.01, 0.001]}, search, extra=extra, console=QUIET, report_only=True)
+    assert str(err.value).endswith(f"Not started: {first} (train.lr=0.01). {so_far}"), str(err.value)
+    shutil.copytree(tmp_path / "done" / first, search / first)
+    shown = io.StringIO()
+    run_tune(base_config, {"train.lr": [0.01, 0.001]}, search, extra=extra, console=Console(file=shown, width=80),
+             report_only=True)
+    assert f"Interrupted (it resumes): {second} (train.lr=0.001). {so_far}" in " ".join(shown.getvalue().split())
+    shutil.rmtree(search / second / "checkpoints")  # it starts again: what it logged does not count
+    with pytest.raises(ConfigError) as err:
+        run_tune(base_config, {"train.lr": [0.001]}, search, extra=extra, console=QUIET, report_only=True)
+    assert "it starts again" in str(err.value) and "So far" not in str(err.value)
+
+    run_compare(base_config, ["add"], [1], tmp_path / "compared", extra=extra, console=QUIET)
+    partial = tmp_path / "partial"
+    shutil.copytree(tmp_path / "compared" / "none", partial / "none")
+    shutil.copytree(tmp_path / "compared" / "add", partial / "add", ignore=shutil.ignore_patterns("metrics.json"))
+    shown = io.StringIO()
+    run_compare(base_config, ["add"], [1], partial, extra=extra, console=Console(file=shown, width=300), report_only=True)
+    assert re.search(r"So far: add seed 1 at epoch 2/2, best valid ndcg@5 \d\.\d{4} at epoch [12], [01] of patience 20 "
+                     r"without a gain\.", shown.getvalue()), shown.getvalue()
+    assert "So far" not in (partial / "table.md").read_text()  # results files hold results, not a moment's progress
+
+
 def test_an_unfinished_runs_status(tmp_path):
     from awrsr.experiments.runs import run_status
 

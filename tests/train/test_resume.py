@@ -119,6 +119,36 @@ def test_set_aside_log_rows_survive_a_second_interruption(tmp_path):
     assert not kept.exists()
 
 
+def test_an_unfinished_runs_progress_is_read_from_its_log_and_the_rows_a_resume_set_aside(tmp_path):
+    from awrsr.train.config import TrainConfig
+    from awrsr.train.trainer import logged_progress
+
+    train = TrainConfig(max_epochs=30, patience=7)
+    assert logged_progress(tmp_path, train) == ""  # nothing logged yet
+    (tmp_path / "checkpoints").mkdir()
+    # Lightning's layout: a validation row and a training row per epoch, each null in the other's columns
+    def log(epochs, values):
+        val = pl.DataFrame({"epoch": epochs, "val/ndcg@10": values, "train/loss": [None] * len(epochs)},
+                           schema={"epoch": pl.Int64, "val/ndcg@10": pl.Float64, "train/loss": pl.Float64})
+        return pl.concat([val, val.with_columns(pl.lit(None, pl.Float64).alias("val/ndcg@10"), pl.lit(1.0).alias("train/loss"))])
+
+    log([0], [None]).write_csv(tmp_path / "metrics.csv")
+    assert logged_progress(tmp_path, train) == "epoch 1/30, not validated yet"
+    log([0, 1, 2], [0.10, 0.30, 0.25]).write_csv(tmp_path / "checkpoints" / "earlier_metrics.csv")  # set aside by a resume
+    log([3, 4], [0.30, 0.28]).write_csv(tmp_path / "metrics.csv")  # 0.30 again is no gain: the first best counts
+    assert logged_progress(tmp_path, train) == (
+        "epoch 5/30, best valid ndcg@10 0.3000 at epoch 2, 3 of patience 7 without a gain"
+    )
+    for unreadable in ("", "epoch,val/ndcg@10\n3,0.3\n4,0.2x"):  # emptied, or a value that is no number
+        (tmp_path / "metrics.csv").write_text(unreadable)
+        assert logged_progress(tmp_path, train) == ""  # no claim rather than a wrong one, and no error
+    (tmp_path / "metrics.csv").unlink()
+    assert logged_progress(tmp_path, TrainConfig(monitor="hr@5")) == ""  # validated on another metric: not this run's log
+    (tmp_path / "checkpoints" / "earlier_metrics.csv").unlink()
+    pl.DataFrame({"epoch": [0], "train/loss": [1.0]}).write_csv(tmp_path / "metrics.csv")  # train.val_every > 1
+    assert logged_progress(tmp_path, train) == "epoch 1/30, not validated yet"
+
+
 def test_a_failed_fit_leaves_the_finished_run_in_its_directory_usable(tmp_path):
     from awrsr.data import DataConfig
     from awrsr.infer import Recommender

@@ -23,8 +23,8 @@ from awrsr.config_types import check_flag, is_whole_number
 from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
-    DataFingerprints, check_finished_runs, data_config_key, finished_run, describe_runs, option_args, run_or_reuse,
-    run_status,
+    DataFingerprints, check_finished_runs, data_config_key, finished_run, describe_runs, option_args, progress_sentence,
+    run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
@@ -269,8 +269,12 @@ def run_compare(
         for name, seed in runs if (name, seed) in results
     ]
     missing = [(name, seed, run_status(output_dir / name / f"seed-{seed}")) for name, seed in runs if (name, seed) not in results]
+    so_far = progress_sentence(
+        (f"{name} seed {seed}", output_dir / name / f"seed-{seed}", status, resolved[name]["train"])
+        for name, seed, status in missing
+    )
     if not records:
-        raise ConfigError(f"{output_dir}: no finished run of this comparison yet. {describe_runs(missing)}")
+        raise ConfigError(f"{output_dir}: no finished run of this comparison yet. {describe_runs(missing)} {so_far}".rstrip())
     check_one_dataset_per_data_config(records, resolved)
     table = tabulate(records, base, references=references)
     # A report of runs not all finished (another variant or seed asked for) never replaces a
@@ -279,6 +283,8 @@ def run_compare(
     with tempfile.TemporaryDirectory() as scratch:
         tables_dir = Path(scratch) if report_only and missing and complete else output_dir
         write_tables(records, table, tables_dir, label, references, base, length_edges, missing, console)
+    if so_far:  # on the screen only: the table files record results, not how far a run has come
+        console.print(so_far, markup=False, highlight=False, soft_wrap=True)
     if tables_dir != output_dir:
         console.print(
             f"[yellow]printed, not written: {escape(str(output_dir))} holds a complete table (table.md), which this partial "

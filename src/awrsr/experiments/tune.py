@@ -32,7 +32,8 @@ from rich.progress import Progress
 from awrsr.config_types import check_flag
 from awrsr.errors import ConfigError, FieldValueError, TrainingDiverged, UnknownNameError
 from awrsr.experiments.runs import (
-    DataFingerprints, check_finished_runs, finished_run, known_keys, option_args, run_or_reuse, run_status, status_sentences,
+    DataFingerprints, check_finished_runs, finished_run, known_keys, option_args, progress_sentence, run_or_reuse, run_status,
+    status_sentences,
 )
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
@@ -272,7 +273,7 @@ def report_trials(
 ) -> dict[str, Any]:
     """``run_tune(report_only=True)``: the finished trials as a table, best first, and where the
     others stand; the search's results are written only when nothing is left to train."""
-    rows, unfinished = [], []
+    rows, unfinished, train_configs = [], [], {}
     for params in trials:
         run_dir = output_dir / trial_name(params)
         options = {**extra, **params}
@@ -281,7 +282,8 @@ def report_trials(
             unfinished.append(UnfinishedTrial(run_dir.name, params, SKIPPED + reason))
             continue
         try:  # a stale trial (other data or configuration) is an ArtifactError, as in a tune
-            metrics = finished_run(config, options, run_dir, fingerprints)[1]
+            resolved, metrics = finished_run(config, options, run_dir, fingerprints)
+            train_configs[run_dir.name] = resolved["train"]
         except ConfigError as err:  # values that cannot go together, found when a tune reaches the trial
             metrics, reason = None, str(err)
         if metrics is not None:
@@ -291,15 +293,18 @@ def report_trials(
     waiting = [trial for trial in unfinished if not trial.status.startswith(SKIPPED)]
     if not rows and not waiting:
         raise ConfigError(f"no trial of the search space could run. {describe_trials(unfinished)}")
+    so_far = progress_sentence(
+        (trial.name, output_dir / trial.name, trial.status, train_configs[trial.name]) for trial in waiting
+    )
     if not rows:
-        raise ConfigError(f"{output_dir}: no finished trial of this search yet. {describe_trials(unfinished)}")
+        raise ConfigError(f"{output_dir}: no finished trial of this search yet. {describe_trials(unfinished)} {so_far}".rstrip())
     rows = best_first(rows, trials)
     console.print(trials_table(rows, space), markup=False, highlight=False, soft_wrap=True)
     if not waiting:
         return write_results(rows, space, trials, output_dir, console)
     console.print(
         f"Partial: {len(rows)} of {len(trials)} trials finished; trials.csv and best.yaml are written when no "
-        f"trial is left to train. {describe_trials(unfinished)}", markup=False, highlight=False, soft_wrap=True,
+        f"trial is left to train. {describe_trials(unfinished)} {so_far}".rstrip(), markup=False, highlight=False, soft_wrap=True,
     )
     return rows[0]
 
