@@ -464,6 +464,37 @@ def test_curves_draw_the_logged_series_per_epoch(tmp_path, monkeypatch):
     assert [list(line.get_ydata()) for line in grad.get_lines()] == [[7.0, 8.0, 9.0], [7.0, 8.0, 18.0]]
 
 
+def test_an_unfinished_run_draws_its_curves_so_far(tmp_path, monkeypatch, capsys):
+    """Hours into a run: its learning curves from the log, with the epochs a resume set aside; no
+    attention or NDCG@N, which need the selected model."""
+    from awrsr.experiments import figures
+
+    run = tmp_path / "trial"
+    (run / "checkpoints").mkdir(parents=True)
+    def log(epochs, ndcg, grad):  # Lightning's layout: a validation row, then a training row, per epoch
+        rows = [[(e, 10 * e, v, None, None), (e, 10 * e, None, g, 1.0)] for e, v, g in zip(epochs, ndcg, grad)]
+        return pl.DataFrame([r for pair in rows for r in pair], orient="row",
+                            schema=["epoch", "step", "val/ndcg@5", "train/grad_norm", "train/loss"])
+
+    log([0, 1], [0.1, 0.3], [5.0, 4.0]).write_csv(run / "checkpoints" / "earlier_metrics.csv")
+    log([2], [0.2], [3.0]).write_csv(run / "metrics.csv")
+    drawn = captured_figures(monkeypatch)
+    files = figures.draw_figures(run, tmp_path / "figs")
+    assert [f.name for f in files] == ["valid_ndcg5.png", "grad_norm.png"]
+    valid, grad = (fig.axes[0] for fig in drawn)
+    assert [(list(line.get_xdata()), list(line.get_ydata())) for line in valid.get_lines()] == [([1, 2, 3], [0.1, 0.3, 0.2])]
+    assert [list(line.get_ydata()) for line in grad.get_lines()] == [[5.0, 4.0, 3.0]]
+    assert [t.get_text() for t in valid.get_legend().get_texts()] == ["trial (so far)"]
+    (run / "metrics.csv").write_text("epoch,step,val/ndcg@5\n2,20,0.2x\n")  # a value that is no number
+    code, _, err = run_cli(capsys, "plot", str(run), "--output_dir", str(tmp_path / "figs2"))
+    assert code == 2 and f"{run}: its epoch log cannot be read now" in err and "try again" in err, err
+    # finished, it draws its history.csv and no longer reads the log
+    (run / "metrics.json").write_text("{}")
+    pl.DataFrame({"epoch": [1], "val/ndcg@5": [0.5]}).write_csv(run / "history.csv")
+    figures.draw_figures(run, tmp_path / "figs3")
+    assert list(drawn[-1].axes[0].get_lines()[0].get_ydata()) == [0.5]
+
+
 def test_bars_by_length_show_each_variants_mean_and_std(tmp_path, monkeypatch):
     from awrsr.experiments import figures
 

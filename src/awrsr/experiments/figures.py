@@ -30,13 +30,28 @@ from awrsr.infer.artifact import (  # noqa: E402
     CONFIG_FILE, METRICS_FILE, collection_error, is_seed_run, missing_artifact_files, runs_inside,
 )
 from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
+from awrsr.train.trainer import CHECKPOINT_DIR, EARLIER_LOG, LOG_FILE, UNREADABLE_LOG, epoch_history, read_logs  # noqa: E402
 
 
 def _history(run_dir: Path) -> pl.DataFrame:
+    """A run's metrics per epoch: a finished run's history.csv, an unfinished one's log so far
+    (with the rows a resume set aside), as history.csv would hold them."""
+    if is_unfinished_run(run_dir):
+        try:  # every logged value is a number; text is a row half written, or not Lightning's log
+            return epoch_history(read_logs(run_dir)).with_columns(pl.exclude("epoch").cast(pl.Float64))
+        except UNREADABLE_LOG as err:
+            raise ArtifactError(f"{run_dir}: its epoch log cannot be read now ({str(err).splitlines()[0]}); try again") from None
     path = run_dir / "history.csv"
     if not path.is_file():
         raise ArtifactError(f"{run_dir}: no history.csv (not a finished awrsr run?)")
     return read_result_table(path, ["epoch"])
+
+
+def is_unfinished_run(run_dir: Path) -> bool:
+    """A run that has logged epochs but has no results yet: training, or interrupted."""
+    return not (run_dir / METRICS_FILE).is_file() and any(
+        path.is_file() for path in (run_dir / LOG_FILE, run_dir / CHECKPOINT_DIR / EARLIER_LOG)
+    )
 
 
 def read_result_table(path: Path, columns: list[str], text: Sequence[str] = ()) -> pl.DataFrame:
@@ -392,8 +407,10 @@ def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
                             else f"run directory not found: {directory}")
     if (directory / METRICS_FILE).is_file():  # a finished run (metrics.json is written last)
         return {directory.name: [directory]}
+    if is_unfinished_run(directory):  # hours into a run, its learning curves so far
+        return {f"{directory.name} (so far)": [directory]}
     if (directory / CONFIG_FILE).is_file():
-        raise ArtifactError(f"{directory}: the run has not finished (no {METRICS_FILE} yet)")
+        raise ArtifactError(f"{directory}: the run has not finished (no {METRICS_FILE} yet) and has logged no epoch here")
     # trial-*/ runs (a tune), or runs that are not a comparison's seeds (a folder of projects):
     # nothing to compare, and different models must never be averaged as if they were seeds
     if not all(is_seed_run(run, directory) for run in runs_inside(directory)):

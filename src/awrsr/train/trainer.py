@@ -267,21 +267,31 @@ def merge_logs(kept_path: Path, log_path: Path) -> None:
     kept_path.unlink(missing_ok=True)
 
 
+def read_logs(run_dir: Path) -> pl.DataFrame:
+    """An unfinished run's epoch log so far: the rows a resume set aside, then the current log's.
+    Raises what polars or the file system raise (none yet, empty, half written)."""
+    paths = [path for path in (run_dir / CHECKPOINT_DIR / EARLIER_LOG, run_dir / LOG_FILE) if path.is_file()]
+    return pl.concat([pl.read_csv(path, glob=False) for path in paths], how="diagonal_relaxed")  # none: ValueError
+
+
+# What reading a log being written, or not yet begun, may raise: a report or figure says so instead.
+UNREADABLE_LOG = (ValueError, TypeError, OSError, pl.exceptions.PolarsError)
+
+
 def logged_progress(run_dir: Path, train: TrainConfig) -> str:
     """Where an unfinished run stands by its epoch log, with the rows a resume set aside: "epoch
     39/200, best valid ndcg@10 0.1454 at epoch 38, 1 of patience 20 without a gain", the budget
     and patience ``train``'s (those a resume would use). Empty when nothing is logged, or when the
     log cannot be read: a report must not fail on a row that is being written."""
-    paths = [path for path in (run_dir / CHECKPOINT_DIR / EARLIER_LOG, run_dir / LOG_FILE) if path.is_file()]
     monitor = f"val/{train.monitor}"
     try:
-        log = pl.concat([pl.read_csv(path, glob=False) for path in paths], how="diagonal_relaxed")
+        log = read_logs(run_dir)
         epochs = int(log["epoch"].max()) + 1
         if monitor not in log.columns:  # with train.val_every > 1, no validation yet: no column yet
             log = log.with_columns(pl.lit(None).alias(monitor))
         # cast: a column with no value yet is read as text
         validated = log.select("epoch", pl.col(monitor).cast(pl.Float64)).drop_nulls().filter(pl.col(monitor).is_not_nan())
-    except (ValueError, TypeError, OSError, pl.exceptions.PolarsError):  # none, empty, half-written, foreign
+    except UNREADABLE_LOG:  # none, empty, half-written, foreign
         return ""
     if validated.is_empty() and any(column.startswith("val/") for column in log.columns if column != monitor):
         return ""  # validated on another metric: not a run of ``train``'s configuration
@@ -294,14 +304,17 @@ def logged_progress(run_dir: Path, train: TrainConfig) -> str:
             f"{waited} of patience {train.patience} without a gain")
 
 
-def write_epoch_history(log_path: Path, history_path: Path) -> Path:
-    """Merge Lightning's CSV rows into one row per epoch (training loss, times, validation)."""
-    log = pl.read_csv(log_path, glob=False)  # a run directory may be named runs/[v2]: no pattern
-    history = (
-        log.drop("step")
+def epoch_history(log: pl.DataFrame) -> pl.DataFrame:
+    """Lightning's CSV rows (training and validation apart) as one row per epoch, 1-based."""
+    return (
+        log.drop("step", strict=False)
         .group_by("epoch", maintain_order=True)
         .agg(pl.all().drop_nulls().first())
         .with_columns(pl.col("epoch") + 1)  # 1-based, as printed everywhere else
     )
-    history.write_csv(history_path)
+
+
+def write_epoch_history(log_path: Path, history_path: Path) -> Path:
+    """Merge Lightning's CSV rows into one row per epoch (training loss, times, validation)."""
+    epoch_history(pl.read_csv(log_path, glob=False)).write_csv(history_path)  # a run directory may be named runs/[v2]: no pattern
     return history_path
