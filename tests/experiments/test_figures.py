@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 import torch
+import yaml
 from conftest import build_tiny, run_cli, tiny_run_config
 from matplotlib.colors import to_hex
 from rich.console import Console
@@ -275,9 +276,9 @@ def test_compare_and_tune_directories_name_runs_to_pick(trained_run, tmp_path, c
     tune = tmp_path / "tune"
     copy_run(trained_run, tune / "trial-0123abcd")
     (tune / "trials.csv").write_text("trial\n")
-    for command in (["evaluate"], ["plot"], ["serve"], ["recommend", "--history", "1"]):
+    for command in (["evaluate"], ["plot", "--user", "0"], ["serve"], ["recommend", "--history", "1"]):
         code, _, err = run_cli(capsys, command[0], str(tune), *command[1:])
-        assert code == 2 and "tune output directory" in err and "trial-0123abcd" in err, (command, err)
+        assert code == 2 and "tune" in err and "trial-0123abcd" in err, (command, err)
     # a folder that merely holds runs two levels down (runs/<name>/) is no comparison
     project = tmp_path / "project"
     copy_run(trained_run, project / "runs" / "sasrec")
@@ -493,6 +494,40 @@ def test_an_unfinished_run_draws_its_curves_so_far(tmp_path, monkeypatch, capsys
     pl.DataFrame({"epoch": [1], "val/ndcg@5": [0.5]}).write_csv(run / "history.csv")
     figures.draw_figures(run, tmp_path / "figs3")
     assert list(drawn[-1].axes[0].get_lines()[0].get_ydata()) == [0.5]
+
+
+def test_a_tunes_figures_are_its_trials_learning_curves(tmp_path, monkeypatch, capsys):
+    """Every trial that has logged epochs, finished or not, labelled with the values that set it
+    apart; no test metric per trial (a tune selects on validation) and no attention."""
+    from awrsr.experiments import figures
+
+    tune = tmp_path / "tune"
+    def settings(lr, threads):
+        return yaml.safe_dump({"model": {"hidden_size": 8}, "train": {"lr": lr, "num_threads": threads}})
+
+    done = tune / "trial-aaa"
+    done.mkdir(parents=True)
+    (done / "config.yaml").write_text(settings(0.01, 1))
+    (done / "metrics.json").write_text("{}")
+    pl.DataFrame({"epoch": [1, 2], "val/ndcg@5": [0.1, 0.2], "train/grad_norm": [3.0, 2.0]}).write_csv(done / "history.csv")
+    training = tune / "trial-bbb"
+    (training / "checkpoints").mkdir(parents=True)
+    (training / "checkpoints" / "run.yaml").write_text(settings(0.001, 2))  # other threads: a machine option, not shown
+    pl.DataFrame({"epoch": [0, 0], "step": [5, 5], "val/ndcg@5": [0.05, None], "train/grad_norm": [None, 4.0]}).write_csv(
+        training / "metrics.csv")
+    (tune / "trial-ccc").mkdir()  # not started: nothing to draw
+    copied = tune / "trial-ddd"  # records copied back without config or checkpoints: named only
+    copied.mkdir()
+    pl.DataFrame({"epoch": [0], "step": [5], "val/ndcg@5": [0.07]}).write_csv(copied / "metrics.csv")
+    drawn = captured_figures(monkeypatch)
+    files = figures.draw_figures(tune)
+    assert [f.name for f in files] == ["valid_ndcg5.png", "grad_norm.png"]
+    valid = drawn[0].axes[0]
+    assert [t.get_text() for t in valid.get_legend().get_texts()] == [
+        "trial-aaa (train.lr=0.01)", "trial-bbb (train.lr=0.001, so far)", "trial-ddd (so far)"]
+    assert [list(line.get_ydata()) for line in valid.get_lines()] == [[0.1, 0.2], [0.05], [0.07]]
+    code, _, err = run_cli(capsys, "plot", str(tune), "--user_id", "7")
+    assert code == 2 and "a tune's output" in err and "--user_id" in err and "trial-aaa" in err, err
 
 
 def test_bars_by_length_show_each_variants_mean_and_std(tmp_path, monkeypatch):

@@ -5,6 +5,8 @@
 - the global gradient norm per epoch (Figure 5)
 - NDCG@N for N = 1..20 from the stored test ranks (Figure 2)
 - for a comparison, NDCG@10 by the users' history length (from its by_length.csv)
+- for a tune, every trial's validation NDCG@5 and gradient norm per epoch
+- for a run still training, its curves so far (from its log)
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from awrsr.infer.artifact import (  # noqa: E402
     CONFIG_FILE, METRICS_FILE, collection_error, is_seed_run, missing_artifact_files, runs_inside,
 )
 from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
-from awrsr.train.trainer import CHECKPOINT_DIR, EARLIER_LOG, LOG_FILE, UNREADABLE_LOG, epoch_history, read_logs  # noqa: E402
+from awrsr.train.trainer import (  # noqa: E402
+    CHECKPOINT_DIR, EARLIER_LOG, LOG_FILE, RUN_RECORD, UNREADABLE_LOG, epoch_history, read_logs,
+)
 
 
 def _history(run_dir: Path) -> pl.DataFrame:
@@ -154,6 +158,14 @@ def plot_curves(
     _save(fig, out)
     plt.close(fig)
     return out
+
+
+def learning_curves(runs: dict[str, list[Path]], out: Path, styles: dict[str, VariantStyle]) -> list[Path | None]:
+    """Validation NDCG@5 (paper Figure 4) and the gradient norm (Figure 5) per epoch, in ``out``."""
+    return [
+        plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png", styles),
+        plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png", styles),
+    ]
 
 
 def _test_ranks(run_dir: Path, data_path: str | None) -> np.ndarray:
@@ -365,6 +377,17 @@ def draw_figures(
         raise ConfigError("give --user (a test-user index) or --user_id (an original user id), not both")
     directory = user_path(directory)
     out = output_directory(output_dir, needs="the figures need a directory") if output_dir else directory / "figures"
+    trials = tune_trials(directory)
+    if trials:  # a tune selects on validation: its trials' validation curves, never test metrics per trial
+        given = [option for option, value in (("--user", user), ("--user_id", user_id), ("--data_path", data_path)) if value is not None]
+        if given:
+            raise ConfigError(
+                f"{directory} is a tune's output: its figures are the trials' learning curves, where {' and '.join(given)} "
+                f"{'has' if len(given) == 1 else 'have'} no use; give one trial's directory for its attention and NDCG@N, "
+                f"e.g. {next(iter(trials.values()))[0]}"
+            )
+        out.mkdir(parents=True, exist_ok=True)
+        return [f for f in learning_curves(trials, out, variant_styles(list(trials))) if f is not None]
     runs = _runs_to_draw(directory, out)
     single = list(runs.values()) == [[directory]]
     # A run kept as records only (metrics, history, test ranks: e.g. copied back from a GPU lease
@@ -387,8 +410,7 @@ def draw_figures(
     out.mkdir(parents=True, exist_ok=True)
     styles = variant_styles(list(runs))  # a variant looks the same in every figure
     files = [
-        plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png", styles),
-        plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png", styles),
+        *learning_curves(runs, out, styles),
         plot_ndcg_at_n(ranked, out / "ndcg_at_n.png", data_path=data_path, styles=styles) if ranked else None,
     ]
     if not single and (directory / "by_length.csv").is_file():  # a comparison's table
@@ -430,6 +452,42 @@ def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
     if not runs:
         raise ArtifactError(f"{directory}: neither a finished run directory nor a compare directory with a finished run")
     return runs
+
+
+def tune_trials(directory: Path) -> dict[str, list[Path]]:
+    """A tune's trials that have logged epochs, finished or not, by trial name, each labelled with
+    the values that set it apart from the others (read from the trials' configs, as the tune
+    prints them: "trial-5c58437d7d (model.dropout=0.2, train.lr=0.001)"); {} for anything else."""
+    if not directory.is_dir():
+        return {}
+    trials = sorted(
+        path for path in directory.glob("trial-*")
+        if path.is_dir() and ((path / METRICS_FILE).is_file() or is_unfinished_run(path))
+    )
+    if not trials:
+        return {}
+    settings = {trial: _flat_settings(trial) for trial in trials}
+    known = [flat for flat in settings.values() if flat]  # a trial copied without its config is named only
+    keys = [key for key in dict.fromkeys(key for flat in known for key in flat) if len({repr(flat.get(key)) for flat in known}) > 1]
+    labelled = {}
+    for trial in trials:
+        values = [f"{key}={settings[trial].get(key)}" for key in keys] if settings[trial] else []
+        notes = values + (["so far"] if is_unfinished_run(trial) else [])
+        labelled[f"{trial.name} ({', '.join(notes)})" if notes else trial.name] = [trial]
+    return labelled
+
+
+def _flat_settings(trial: Path) -> dict[str, object]:
+    """A trial's config as dotted keys, without the machine's options (threads may differ by
+    trial): its config.yaml, or while it trains the record its checkpoints were started with."""
+    from awrsr.experiments.runs import MACHINE_OPTIONS, RESOLVED_SECTIONS, read_run_config
+
+    path = trial / CONFIG_FILE if (trial / CONFIG_FILE).is_file() else trial / CHECKPOINT_DIR / RUN_RECORD
+    config = read_run_config(path) if path.is_file() else {}
+    return {
+        f"{section}.{key}": value for section in RESOLVED_SECTIONS if isinstance(config.get(section), dict)
+        for key, value in config[section].items() if key not in MACHINE_OPTIONS.get(section, set())
+    }
 
 
 def _variant_dirs(directory: Path, out: Path) -> list[Path]:
