@@ -1002,6 +1002,8 @@ MUTANTS = [
     Mutant("M407", "src/awrsr/experiments/figures.py", "if path.is_dir() and ((path / METRICS_FILE).is_file() or is_unfinished_run(path))",
            "if path.is_dir() and (path / METRICS_FILE).is_file()", "tests/experiments/test_figures.py",
            "a tune's figures draw the trials still training too"),
+    Mutant("M408", "src/awrsr/train/trainer.py", '.sort("epoch").tail(last)["s"].median()', '.sort("epoch").tail(last)["s"].mean()',
+           "tests/train/test_resume.py", "a run's pace is the median of its recent epochs, which one slowed epoch does not move"),
     Mutant("M366", "src/awrsr/infer/artifact.py", "    if trained_on is not None:\n        metadata[DATASET_METADATA]",
            "    if False:\n        metadata[DATASET_METADATA]", "tests/test_end_to_end.py",
            "the training data's fingerprint is saved in the weights file"),

@@ -127,18 +127,29 @@ def test_an_unfinished_runs_progress_is_read_from_its_log_and_the_rows_a_resume_
     assert logged_progress(tmp_path, train) == ""  # nothing logged yet
     (tmp_path / "checkpoints").mkdir()
     # Lightning's layout: a validation row and a training row per epoch, each null in the other's columns
-    def log(epochs, values):
-        val = pl.DataFrame({"epoch": epochs, "val/ndcg@10": values, "train/loss": [None] * len(epochs)},
-                           schema={"epoch": pl.Int64, "val/ndcg@10": pl.Float64, "train/loss": pl.Float64})
-        return pl.concat([val, val.with_columns(pl.lit(None, pl.Float64).alias("val/ndcg@10"), pl.lit(1.0).alias("train/loss"))])
+    def log(epochs, values, train_s=30.0):
+        none = [None] * len(epochs)
+        val = pl.DataFrame({"epoch": epochs, "val/ndcg@10": values, "time/validation_s": [2.0] * len(epochs),
+                            "train/loss": none, "time/train_epoch_s": none},
+                           schema={"epoch": pl.Int64, "val/ndcg@10": pl.Float64, "time/validation_s": pl.Float64,
+                                   "train/loss": pl.Float64, "time/train_epoch_s": pl.Float64})
+        train_rows = val.with_columns(pl.lit(None, pl.Float64).alias("val/ndcg@10"), pl.lit(None, pl.Float64).alias("time/validation_s"),
+                                      pl.lit(1.0).alias("train/loss"), pl.lit(train_s).alias("time/train_epoch_s"))
+        return pl.concat([val, train_rows])
 
     log([0], [None]).write_csv(tmp_path / "metrics.csv")
-    assert logged_progress(tmp_path, train) == "epoch 1/30, not validated yet"
+    # 29 epochs left at 32 s (30 of training, 2 of validation): 928 s
+    assert logged_progress(tmp_path, train) == "epoch 1/30, 32.0 s per epoch lately, the epoch cap in at most 15 min, not validated yet"
     log([0, 1, 2], [0.10, 0.30, 0.25]).write_csv(tmp_path / "checkpoints" / "earlier_metrics.csv")  # set aside by a resume
-    log([3, 4], [0.30, 0.28]).write_csv(tmp_path / "metrics.csv")  # 0.30 again is no gain: the first best counts
+    # 0.30 again is no gain: the first best counts; one epoch slowed by work beside it does not move the median
+    pl.concat([log([3], [0.30]), log([4], [0.28], train_s=300.0)]).write_csv(tmp_path / "metrics.csv")
     assert logged_progress(tmp_path, train) == (
-        "epoch 5/30, best valid ndcg@10 0.3000 at epoch 2, 3 of patience 7 without a gain"
+        "epoch 5/30, 32.0 s per epoch lately, the epoch cap in at most 13 min, best valid ndcg@10 0.3000 at epoch 2, "
+        "3 of patience 7 without a gain"
     )
+    assert logged_progress(tmp_path, TrainConfig(max_epochs=300)).startswith("epoch 5/300, 32.0 s per epoch lately, "
+                                                                           "the epoch cap in at most 2.6 h, ")  # 295 x 32 s
+    assert logged_progress(tmp_path, TrainConfig(max_epochs=5)).startswith("epoch 5/5, 32.0 s per epoch lately, best")
     for unreadable in ("", "epoch,val/ndcg@10\n3,0.3\n4,0.2x"):  # emptied, or a value that is no number
         (tmp_path / "metrics.csv").write_text(unreadable)
         assert logged_progress(tmp_path, train) == ""  # no claim rather than a wrong one, and no error

@@ -295,13 +295,32 @@ def logged_progress(run_dir: Path, train: TrainConfig) -> str:
         return ""
     if validated.is_empty() and any(column.startswith("val/") for column in log.columns if column != monitor):
         return ""  # validated on another metric: not a run of ``train``'s configuration
-    text = f"epoch {epochs}/{train.max_epochs}"
+    text = f"epoch {epochs}/{train.max_epochs}{recent_pace(log, train.max_epochs - epochs)}"
     if validated.is_empty():
         return f"{text}, not validated yet"
     best_epoch, best = validated.row(int(validated[monitor].arg_max()))  # the first best, as the checkpoint keeps
     waited = validated.filter(pl.col("epoch") > best_epoch).height
     return (f"{text}, best valid {train.monitor} {best:.4f} at epoch {best_epoch + 1}, "
             f"{waited} of patience {train.patience} without a gain")
+
+
+def recent_pace(log: pl.DataFrame, epochs_left: int, last: int = 10) -> str:
+    """", 36.9 s per epoch lately, the epoch cap in at most 1.4 h": the median time (training and
+    validation) of the ``last`` epochs logged, which an epoch slowed by other work beside it does
+    not move, and what the epochs left would take at that pace (early stopping may end the run
+    sooner). Empty when the log has no times."""
+    times = [column for column in ("time/train_epoch_s", "time/validation_s") if column in log.columns]
+    if "time/train_epoch_s" not in times:
+        return ""
+    per_epoch = (
+        log.group_by("epoch").agg(pl.sum_horizontal(*(pl.col(c).cast(pl.Float64) for c in times)).sum().alias("s"))
+        .sort("epoch").tail(last)["s"].median()
+    )
+    if not per_epoch:
+        return ""
+    left = per_epoch * max(epochs_left, 0)
+    to_go = f"{left / 3600:.1f} h" if left >= 5400 else f"{left / 60:.0f} min"
+    return f", {per_epoch:.1f} s per epoch lately" + (f", the epoch cap in at most {to_go}" if epochs_left > 0 else "")
 
 
 def epoch_history(log: pl.DataFrame) -> pl.DataFrame:
