@@ -272,7 +272,8 @@ def report_trials(
     fingerprints: DataFingerprints, console: Console,
 ) -> dict[str, Any]:
     """``run_tune(report_only=True)``: the finished trials as a table, best first, and where the
-    others stand; the search's results are written only when nothing is left to train."""
+    others stand (with how far each that will go on has come, from its log); the search's results
+    are written only when nothing is left to train."""
     rows, unfinished, train_configs = [], [], {}
     for params in trials:
         run_dir = output_dir / trial_name(params)
