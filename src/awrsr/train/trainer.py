@@ -274,7 +274,8 @@ def read_logs(run_dir: Path) -> pl.DataFrame:
     return pl.concat([pl.read_csv(path, glob=False) for path in paths], how="diagonal_relaxed")  # none: ValueError
 
 
-# What reading a log being written, or not yet begun, may raise: a report or figure says so instead.
+# What reading a log being written, emptied or not ours may raise: a report then leaves the
+# progress out, and a figure says the log cannot be read now.
 UNREADABLE_LOG = (ValueError, TypeError, OSError, pl.exceptions.PolarsError)
 
 
