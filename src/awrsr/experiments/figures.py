@@ -32,9 +32,8 @@ from awrsr.infer.artifact import (  # noqa: E402
     CONFIG_FILE, METRICS_FILE, collection_error, is_seed_run, missing_artifact_files, runs_inside,
 )
 from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
-from awrsr.train.trainer import (  # noqa: E402
-    CHECKPOINT_DIR, EARLIER_LOG, LOG_FILE, RUN_RECORD, UNREADABLE_LOG, epoch_history, read_logs,
-)
+from awrsr.experiments.runs import MACHINE_OPTIONS, RESOLVED_SECTIONS, read_run_config  # noqa: E402
+from awrsr.train.trainer import CHECKPOINT_DIR, RUN_RECORD, UNREADABLE_LOG, epoch_history, log_files, read_logs  # noqa: E402
 
 
 def _history(run_dir: Path) -> pl.DataFrame:
@@ -53,9 +52,7 @@ def _history(run_dir: Path) -> pl.DataFrame:
 
 def is_unfinished_run(run_dir: Path) -> bool:
     """A run that has logged epochs but has no results yet: training, or interrupted."""
-    return not (run_dir / METRICS_FILE).is_file() and any(
-        path.is_file() for path in (run_dir / LOG_FILE, run_dir / CHECKPOINT_DIR / EARLIER_LOG)
-    )
+    return not (run_dir / METRICS_FILE).is_file() and bool(log_files(run_dir))
 
 
 def read_result_table(path: Path, columns: list[str], text: Sequence[str] = ()) -> pl.DataFrame:
@@ -480,8 +477,6 @@ def tune_trials(directory: Path) -> dict[str, list[Path]]:
 def _flat_settings(trial: Path) -> dict[str, object]:
     """A trial's config as dotted keys, without the machine's options (threads may differ by
     trial): its config.yaml, or while it trains the record its checkpoints were started with."""
-    from awrsr.experiments.runs import MACHINE_OPTIONS, RESOLVED_SECTIONS, read_run_config
-
     path = trial / CONFIG_FILE if (trial / CONFIG_FILE).is_file() else trial / CHECKPOINT_DIR / RUN_RECORD
     config = read_run_config(path) if path.is_file() else {}
     return {

@@ -267,11 +267,15 @@ def merge_logs(kept_path: Path, log_path: Path) -> None:
     kept_path.unlink(missing_ok=True)
 
 
+def log_files(run_dir: Path) -> list[Path]:
+    """A run's epoch log files as they are now: the rows a resume set aside, then the current log."""
+    return [path for path in (run_dir / CHECKPOINT_DIR / EARLIER_LOG, run_dir / LOG_FILE) if path.is_file()]
+
+
 def read_logs(run_dir: Path) -> pl.DataFrame:
-    """An unfinished run's epoch log so far: the rows a resume set aside, then the current log's.
-    Raises what polars or the file system raise (none yet, empty, half written)."""
-    paths = [path for path in (run_dir / CHECKPOINT_DIR / EARLIER_LOG, run_dir / LOG_FILE) if path.is_file()]
-    return pl.concat([pl.read_csv(path, glob=False) for path in paths], how="diagonal_relaxed")  # none: ValueError
+    """An unfinished run's epoch log so far (``log_files`` read as one). Raises what polars or
+    the file system raise (none yet, empty, half written)."""
+    return pl.concat([pl.read_csv(path, glob=False) for path in log_files(run_dir)], how="diagonal_relaxed")  # none: ValueError
 
 
 # What reading a log being written, emptied or not ours may raise: a report then leaves the
@@ -287,36 +291,36 @@ def logged_progress(run_dir: Path, train: TrainConfig) -> str:
     log cannot be read: a report must not fail on a row that is being written."""
     monitor = f"val/{train.monitor}"
     try:
-        log = read_logs(run_dir)
-        epochs = int(log["epoch"].max()) + 1
-        if monitor not in log.columns:  # with train.val_every > 1, no validation yet: no column yet
-            log = log.with_columns(pl.lit(None).alias(monitor))
+        history = epoch_history(read_logs(run_dir))  # one row per epoch, 1-based
+        epochs = int(history["epoch"].max())
+        if monitor not in history.columns:  # with train.val_every > 1, no validation yet: no column yet
+            history = history.with_columns(pl.lit(None).alias(monitor))
         # cast: a column with no value yet is read as text
-        validated = log.select("epoch", pl.col(monitor).cast(pl.Float64)).drop_nulls().filter(pl.col(monitor).is_not_nan())
-        pace = recent_pace(log, train.max_epochs - epochs)
+        validated = history.select("epoch", pl.col(monitor).cast(pl.Float64)).drop_nulls().filter(pl.col(monitor).is_not_nan())
+        pace = recent_pace(history, train.max_epochs - epochs)
     except UNREADABLE_LOG:  # none, empty, half-written, foreign
         return ""
-    if validated.is_empty() and any(column.startswith("val/") for column in log.columns if column != monitor):
+    if validated.is_empty() and any(column.startswith("val/") for column in history.columns if column != monitor):
         return ""  # validated on another metric: not a run of ``train``'s configuration
     text = f"epoch {epochs}/{train.max_epochs}{pace}"
     if validated.is_empty():
         return f"{text}, not validated yet"
     best_epoch, best = validated.row(int(validated[monitor].arg_max()))  # the first best, as the checkpoint keeps
     waited = validated.filter(pl.col("epoch") > best_epoch).height
-    return (f"{text}, best valid {train.monitor} {best:.4f} at epoch {best_epoch + 1}, "
+    return (f"{text}, best valid {train.monitor} {best:.4f} at epoch {best_epoch}, "
             f"{waited} of patience {train.patience} without a gain")
 
 
-def recent_pace(log: pl.DataFrame, epochs_left: int, last: int = 10) -> str:
+def recent_pace(history: pl.DataFrame, epochs_left: int, last: int = 10) -> str:
     """", 36.9 s per epoch lately, the epoch cap in at most 1.4 h": the median time (training and
-    validation) of the ``last`` epochs logged, which an epoch slowed by other work beside it does
-    not move, and what the epochs left would take at that pace (early stopping may end the run
-    sooner). Empty when the log has no times."""
-    times = [column for column in ("time/train_epoch_s", "time/validation_s") if column in log.columns]
+    validation) of the ``last`` epochs of ``history`` (``epoch_history``'s rows), which an epoch
+    slowed by other work beside it does not move, and what the epochs left would take at that
+    pace (early stopping may end the run sooner). Empty when the log has no times."""
+    times = [column for column in ("time/train_epoch_s", "time/validation_s") if column in history.columns]
     if "time/train_epoch_s" not in times:
         return ""
     per_epoch = (
-        log.group_by("epoch").agg(pl.sum_horizontal(*(pl.col(c).cast(pl.Float64) for c in times)).sum().alias("s"))
+        history.select("epoch", pl.sum_horizontal(*(pl.col(c).cast(pl.Float64) for c in times)).alias("s"))
         .sort("epoch").tail(last)["s"].median()
     )
     if not per_epoch:
