@@ -465,6 +465,13 @@ def test_curves_draw_the_logged_series_per_epoch(tmp_path, monkeypatch):
     assert [list(line.get_ydata()) for line in grad.get_lines()] == [[7.0, 8.0, 9.0], [7.0, 8.0, 18.0]]
 
 
+def lightning_log(epochs, ndcg, grad):
+    """A training's log in Lightning's layout (metrics.csv): a validation row, then a training row, per epoch."""
+    rows = [[(e, 10 * e, v, None, None), (e, 10 * e, None, g, 1.0)] for e, v, g in zip(epochs, ndcg, grad)]
+    return pl.DataFrame([r for pair in rows for r in pair], orient="row",
+                        schema=["epoch", "step", "val/ndcg@5", "train/grad_norm", "train/loss"])
+
+
 def test_an_unfinished_run_draws_its_curves_so_far(tmp_path, monkeypatch, capsys):
     """Hours into a run: its learning curves from the log, with the epochs a resume set aside; no
     attention or NDCG@N, which need the selected model."""
@@ -472,13 +479,8 @@ def test_an_unfinished_run_draws_its_curves_so_far(tmp_path, monkeypatch, capsys
 
     run = tmp_path / "trial"
     (run / "checkpoints").mkdir(parents=True)
-    def log(epochs, ndcg, grad):  # Lightning's layout: a validation row, then a training row, per epoch
-        rows = [[(e, 10 * e, v, None, None), (e, 10 * e, None, g, 1.0)] for e, v, g in zip(epochs, ndcg, grad)]
-        return pl.DataFrame([r for pair in rows for r in pair], orient="row",
-                            schema=["epoch", "step", "val/ndcg@5", "train/grad_norm", "train/loss"])
-
-    log([0, 1], [0.1, 0.3], [5.0, 4.0]).write_csv(run / "checkpoints" / "earlier_metrics.csv")
-    log([2], [0.2], [3.0]).write_csv(run / "metrics.csv")
+    lightning_log([0, 1], [0.1, 0.3], [5.0, 4.0]).write_csv(run / "checkpoints" / "earlier_metrics.csv")
+    lightning_log([2], [0.2], [3.0]).write_csv(run / "metrics.csv")
     drawn = captured_figures(monkeypatch)
     files = figures.draw_figures(run, tmp_path / "figs")
     assert [f.name for f in files] == ["valid_ndcg5.png", "grad_norm.png"]
@@ -494,6 +496,47 @@ def test_an_unfinished_run_draws_its_curves_so_far(tmp_path, monkeypatch, capsys
     pl.DataFrame({"epoch": [1], "val/ndcg@5": [0.5]}).write_csv(run / "history.csv")
     figures.draw_figures(run, tmp_path / "figs3")
     assert list(drawn[-1].axes[0].get_lines()[0].get_ydata()) == [0.5]
+
+
+def test_a_comparisons_seeds_still_training_join_its_learning_curves_so_far(tmp_path, monkeypatch, capsys):
+    """Hours into a comparison: its finished seeds as the table has them, and the seeds still
+    training (a variant with none finished too) dotted in their variant's colour, named "so far";
+    NDCG@N waits for them."""
+    from awrsr.experiments import figures
+
+    compare = tmp_path / "c"
+    done = compare / "none" / "seed-1"
+    done.mkdir(parents=True)
+    (done / "config.yaml").write_text("model: {}\n")
+    (done / "metrics.json").write_text("{}")
+    pl.DataFrame({"epoch": [1, 2], "val/ndcg@5": [0.1, 0.2], "train/grad_norm": [3.0, 2.0]}).write_csv(done / "history.csv")
+    np.save(done / "test_ranks.npy", np.array([1, 2]))
+    (compare / "runs.csv").write_text("variant,seed\nnone,1\n")
+    for variant, seed, ndcg in (("none", 2, [0.15]), ("simp", 1, [0.05, 0.25]), ("simp", 2, [0.3])):
+        run = compare / variant / f"seed-{seed}"
+        (run / "checkpoints").mkdir(parents=True)
+        lightning_log(list(range(len(ndcg))), ndcg, [1.0] * len(ndcg)).write_csv(run / "metrics.csv")
+    (compare / "simp" / "seed-3").mkdir()  # not started: nothing to draw
+    drawn = captured_figures(monkeypatch)
+    files = figures.draw_figures(compare)
+    assert [f.name for f in files] == ["valid_ndcg5.png", "grad_norm.png", "ndcg_at_n.png"]
+    valid, ndcg = drawn[0].axes[0], drawn[2].axes[0]
+    assert [t.get_text() for t in valid.get_legend().get_texts()] == [
+        "none", "none: seed-2 so far", "simp: seed-1, seed-2 so far"]
+    looks = [(to_hex(line.get_color()), line.get_linestyle(), list(line.get_ydata())) for line in valid.get_lines()]
+    assert looks == [("#1f77b4", "-", [0.1, 0.2]), ("#1f77b4", ":", [0.15]), ("#ff7f0e", ":", [0.05, 0.25]),
+                     ("#ff7f0e", ":", [0.3])]
+    assert [t.get_text() for t in ndcg.get_legend().get_texts()] == ["none"]  # finished seeds only
+    # before any seed finished: the curves so far, and nothing else
+    shutil.rmtree(done.parent)
+    (compare / "runs.csv").unlink()
+    drawn.clear()
+    assert [f.name for f in figures.draw_figures(compare, tmp_path / "figs")] == ["valid_ndcg5.png", "grad_norm.png"]
+    assert [t.get_text() for t in drawn[0].axes[0].get_legend().get_texts()] == ["simp: seed-1, seed-2 so far"]
+    for seed in (1, 2):
+        shutil.rmtree(compare / "simp" / f"seed-{seed}")  # left: seed-3, not started
+    code, _, err = run_cli(capsys, "plot", str(compare))
+    assert code == 2 and f"{compare}: neither a run directory nor a compare directory with a run that has logged an epoch" in err, err
 
 
 def test_a_tunes_figures_are_its_trials_learning_curves(tmp_path, monkeypatch, capsys):

@@ -128,25 +128,29 @@ def _save(fig: plt.Figure, out: Path) -> None:
 
 def plot_curves(
     runs: dict[str, list[Path]], column: str, ylabel: str, out: Path, styles: dict[str, VariantStyle] | None = None,
+    so_far: dict[str, list[Path]] | None = None,
 ) -> Path | None:
     """``column`` of each run's history per epoch, one line per seed in its variant's look (early
     stopping ends seeds at different epochs, so they are not averaged); None (no file) if no run
-    logged it (runs made before the column existed are left out of the figure)."""
-    styles = _with_styles(list(runs), styles)
-    logged = {label: [h for h in map(_history, seeds) if column in h.columns] for label, seeds in runs.items()}
-    logged = {label: histories for label, histories in logged.items() if histories}
-    if not logged:
+    logged it (runs made before the column existed are left out of the figure). ``so_far``:
+    {variant: its seeds still training}, each drawn from its log, dotted in its variant's colour,
+    with one legend entry per variant that names them ("simp: seed-44 so far")."""
+    styles = _with_styles([*runs, *(so_far or {})], styles)
+    logged = _logged(runs, column)
+    training = _logged(so_far or {}, column)
+    if not logged and not training:
         return None
     labels, seeds_each = _seed_labels({label: len(histories) for label, histories in logged.items()})
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, histories in logged.items():
-        style = styles[label]
-        for i, history in enumerate(histories):
-            data = history.select("epoch", column).drop_nulls()
-            ax.plot(data["epoch"], data[column], color=style.color, linestyle=style.linestyle,
-                    alpha=0.7 if len(histories) > 1 else 1.0, linewidth=1.0 if len(histories) > 1 else 1.5,
-                    marker="o" if len(data) == 1 else None,  # one epoch is a point: no line would show it
-                    label=labels[label] if i == 0 else None)
+        for i, (_, history) in enumerate(histories):
+            _draw_history(ax, history, column, styles[label].color, styles[label].linestyle, faint=len(histories) > 1,
+                          label=labels[label] if i == 0 else None)
+    for label, histories in training.items():
+        seeds = ", ".join(run.name for run, _ in histories)
+        for i, (_, history) in enumerate(histories):
+            _draw_history(ax, history, column, styles[label].color, ":", faint=True,
+                          label=f"{label}: {seeds} so far" if i == 0 else None)
     ax.set_xlabel("epoch")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
@@ -157,11 +161,30 @@ def plot_curves(
     return out
 
 
-def learning_curves(runs: dict[str, list[Path]], out: Path, styles: dict[str, VariantStyle]) -> list[Path | None]:
-    """Validation NDCG@5 (paper Figure 4) and the gradient norm (Figure 5) per epoch, in ``out``."""
+def _logged(runs: dict[str, list[Path]], column: str) -> dict[str, list[tuple[Path, pl.DataFrame]]]:
+    """{label: [(run, history)]} of the runs whose history has ``column``; labels with none are left out."""
+    logged = {label: [(run, h) for run in seeds if column in (h := _history(run)).columns] for label, seeds in runs.items()}
+    return {label: histories for label, histories in logged.items() if histories}
+
+
+def _draw_history(
+    ax: plt.Axes, history: pl.DataFrame, column: str, color: str, linestyle: str, faint: bool, label: str | None,
+) -> None:
+    data = history.select("epoch", column).drop_nulls()
+    ax.plot(data["epoch"], data[column], color=color, linestyle=linestyle,
+            alpha=0.7 if faint else 1.0, linewidth=1.0 if faint else 1.5,
+            marker="o" if len(data) == 1 else None,  # one epoch is a point: no line would show it
+            label=label)
+
+
+def learning_curves(
+    runs: dict[str, list[Path]], out: Path, styles: dict[str, VariantStyle], so_far: dict[str, list[Path]] | None = None,
+) -> list[Path | None]:
+    """Validation NDCG@5 (paper Figure 4) and the gradient norm (Figure 5) per epoch, in ``out``;
+    ``so_far``: seeds still training, as ``plot_curves`` draws them."""
     return [
-        plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png", styles),
-        plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png", styles),
+        plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png", styles, so_far),
+        plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png", styles, so_far),
     ]
 
 
@@ -363,7 +386,8 @@ def draw_figures(
     """All figures for a run directory, or for a ``compare`` directory (variant/seed-*/ runs, in
     the comparison's order, base first): every finished seed of each variant in the curves and
     NDCG@N (their mean, with a band from lowest to highest), and the first finished seed's
-    attention, named in the figure's title.
+    attention, named in the figure's title. Seeds still training (or interrupted) join the
+    learning curves as far as their logs go, marked "so far"; NDCG@N and attention wait for them.
 
     ``user`` is a 0-based index into each run's test users, ``user_id`` an original user id (give
     at most one); ``data_path`` replaces the stored data
@@ -387,6 +411,9 @@ def draw_figures(
         return [f for f in learning_curves(trials, out, variant_styles(list(trials))) if f is not None]
     runs = _runs_to_draw(directory, out)
     single = list(runs.values()) == [[directory]]
+    so_far = {} if single else _seeds_so_far(directory, out)
+    if not runs and not so_far:
+        raise ArtifactError(f"{directory}: neither a run directory nor a compare directory with a run that has logged an epoch")
     # A run kept as records only (metrics, history, test ranks: e.g. copied back from a GPU lease
     # or unpacked from benchmarks/results/run-records) has no model to show attention from; its
     # curves and NDCG@N are still drawn.
@@ -405,9 +432,9 @@ def draw_figures(
         if (kept := [s for s in seeds if (s / TEST_RANKS_FILE).is_file() or not missing_artifact_files(s)])
     }
     out.mkdir(parents=True, exist_ok=True)
-    styles = variant_styles(list(runs))  # a variant looks the same in every figure
+    styles = variant_styles([*runs, *so_far])  # a variant looks the same in every figure
     files = [
-        *learning_curves(runs, out, styles),
+        *learning_curves(runs, out, styles, so_far),
         plot_ndcg_at_n(ranked, out / "ndcg_at_n.png", data_path=data_path, styles=styles) if ranked else None,
     ]
     if not single and (directory / "by_length.csv").is_file():  # a comparison's table
@@ -418,9 +445,10 @@ def draw_figures(
 
 
 def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
-    """{label: run directories}: the run itself, or a comparison's finished seeds per variant (the
-    runs its runs.csv tabulates, in its order; without one, every finished seed by number);
-    anything else (missing, unfinished, a tune directory) is an ``ArtifactError``."""
+    """{label: run directories}: the run itself (finished, or so far), or a comparison's finished
+    seeds per variant (the runs its runs.csv tabulates, in its order; without one, every finished
+    seed by number), {} if none has finished; anything else (missing, a run that has logged no
+    epoch, a directory of other runs) is an ``ArtifactError``."""
     if not directory.is_dir():
         raise ArtifactError(f"{directory} is a file, not a run or compare directory" if directory.exists()
                             else f"run directory not found: {directory}")
@@ -446,9 +474,18 @@ def _runs_to_draw(directory: Path, out: Path) -> dict[str, list[Path]]:
             seeds = sorted((p for p in variant.iterdir() if (p / METRICS_FILE).is_file()), key=_seed_order)
             if seeds:
                 runs[variant.name] = seeds
-    if not runs:
-        raise ArtifactError(f"{directory}: neither a finished run directory nor a compare directory with a finished run")
     return runs
+
+
+def _seeds_so_far(directory: Path, out: Path) -> dict[str, list[Path]]:
+    """{variant: seeds that have logged epochs but not finished} of a compare directory, by seed:
+    hours into a comparison, how its runs are going (no table counts them yet)."""
+    so_far = {}
+    for variant in _variant_dirs(directory, out):
+        seeds = sorted((p for p in variant.glob("seed-*") if p.is_dir() and is_unfinished_run(p)), key=_seed_order)
+        if seeds:
+            so_far[variant.name] = seeds
+    return so_far
 
 
 def tune_trials(directory: Path) -> dict[str, list[Path]]:
