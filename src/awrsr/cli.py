@@ -387,8 +387,9 @@ def plot(
 
     Args:
         directory: a run directory (awrsr fit; one still training gets its learning curves so far),
-            a compare directory (awrsr compare), or a tune directory (awrsr tune: every trial's
-            learning curves, no test metric per trial).
+            a compare directory (awrsr compare; seeds still training join its learning curves so
+            far), or a tune directory (awrsr tune: every trial's learning curves, no test metric
+            per trial).
         output_dir: where the PNG files go (default: <directory>/figures).
         user: the attention heatmap's user: a 0-based index into the run's test users (those with
             3+ interactions), not an original user id; the figure's title names that id

@@ -6,7 +6,7 @@
 - NDCG@N for N = 1..20 from the stored test ranks (Figure 2)
 - for a comparison, NDCG@10 by the users' history length (from its by_length.csv)
 - for a tune, every trial's validation NDCG@5 and gradient norm per epoch
-- for a run still training, its curves so far (from its log)
+- for a run still training, or a comparison's seeds still training, their curves so far (from their logs)
 """
 
 from __future__ import annotations
