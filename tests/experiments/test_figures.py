@@ -527,6 +527,8 @@ def test_a_comparisons_seeds_still_training_join_its_learning_curves_so_far(tmp_
     assert looks == [("#1f77b4", "-", [0.1, 0.2]), ("#1f77b4", ":", [0.15]), ("#ff7f0e", ":", [0.05, 0.25]),
                      ("#ff7f0e", ":", [0.3])]
     assert [t.get_text() for t in ndcg.get_legend().get_texts()] == ["none"]  # finished seeds only
+    drawn[0].canvas.draw()  # short labels: the legend stays inside the axes
+    assert valid.get_legend().get_window_extent().x1 < valid.get_window_extent().x1
     # before any seed finished: the curves so far, and nothing else
     shutil.rmtree(done.parent)
     (compare / "runs.csv").unlink()
@@ -569,6 +571,8 @@ def test_a_tunes_figures_are_its_trials_learning_curves(tmp_path, monkeypatch, c
     assert [t.get_text() for t in valid.get_legend().get_texts()] == [
         "trial-aaa (train.lr=0.01)", "trial-bbb (train.lr=0.001, so far)", "trial-ddd (so far)"]
     assert [list(line.get_ydata()) for line in valid.get_lines()] == [[0.1, 0.2], [0.05], [0.07]]
+    drawn[0].canvas.draw()  # labels this long would hide the curves: the legend goes beside them
+    assert valid.get_legend().get_window_extent().x0 > valid.get_window_extent().x1
     code, _, err = run_cli(capsys, "plot", str(tune), "--user_id", "7")
     assert code == 2 and "a tune's output" in err and "--user_id" in err and "trial-aaa" in err, err
 

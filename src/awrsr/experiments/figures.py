@@ -75,6 +75,7 @@ def read_result_table(path: Path, columns: list[str], text: Sequence[str] = ()) 
 LINE_STYLES = ("-", "--", ":", "-.")
 HATCHES = ("", "//", "..", "xx")
 LEGEND_INSIDE_MAX = 6  # more entries than this go beside the axes, where they hide no data
+LEGEND_INSIDE_CHARS = 30  # and so does a longer label (a tune's trials name their settings)
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,9 @@ def _seed_labels(counts: dict[str, int]) -> tuple[dict[str, str], int | None]:
 
 
 def _legend(ax: plt.Axes, title: str | None) -> None:
-    entries = len(ax.get_legend_handles_labels()[1])
-    if entries > LEGEND_INSIDE_MAX:
+    labels = ax.get_legend_handles_labels()[1]
+    wide = max(map(len, labels), default=0) > LEGEND_INSIDE_CHARS
+    if len(labels) > LEGEND_INSIDE_MAX or wide:
         legend = ax.legend(fontsize="small", title=title, title_fontsize="small",
                            loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
         legend.set_in_layout(False)  # the axes keep their size; the saved file grows to hold it
