@@ -26,6 +26,17 @@ def interactions(num_users: int) -> pl.DataFrame:
     return make_synthetic_interactions(syn).select(pl.col("user").alias("user_id"), pl.col("item").alias("item_id"))
 
 
+@pytest.fixture(autouse=True)
+def close_captured_figures():
+    """captured_figures keeps figures open for inspection; close them after each test (pyplot warns
+    once more than 20 are open)."""
+    import matplotlib.pyplot as plt
+
+    close = plt.close  # pyplot's own, taken before a test replaces it
+    yield
+    close("all")
+
+
 def captured_figures(monkeypatch):
     """The figures figures.py closes, kept for inspection."""
     from awrsr.experiments import figures
