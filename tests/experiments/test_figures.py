@@ -537,6 +537,8 @@ def test_a_comparisons_seeds_still_training_join_its_learning_curves_so_far(tmp_
     looks = [(to_hex(line.get_color()), line.get_linestyle(), list(line.get_ydata())) for line in valid.get_lines()]
     assert looks == [("#1f77b4", "-", [0.1, 0.2]), ("#1f77b4", ":", [0.15]), ("#ff7f0e", ":", [0.05, 0.25]),
                      ("#ff7f0e", ":", [0.3])]
+    # up to 40 variants keep their own look; none is drawn like a seed so far
+    assert figures.SO_FAR_LINE_STYLE not in {style.linestyle for style in figures.variant_styles([f"v{i}" for i in range(40)]).values()}
     assert [t.get_text() for t in ndcg.get_legend().get_texts()] == ["none"]  # finished seeds only
     drawn[0].canvas.draw()  # short labels: the legend stays inside the axes
     assert valid.get_legend().get_window_extent().x1 < valid.get_window_extent().x1

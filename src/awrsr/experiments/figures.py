@@ -72,7 +72,8 @@ def read_result_table(path: Path, columns: list[str], text: Sequence[str] = ()) 
 # Ten colours, then the same ten again with the next line style (bars: hatch), so that no two of
 # up to 40 variants share a look (the neighbours' comparison has 17); a variant keeps its look in
 # every figure of a comparison.
-LINE_STYLES = ("-", "--", ":", "-.")
+LINE_STYLES = ("-", "--", "-.", (0, (3, 1, 1, 1, 1, 1)))  # dash-dot-dot: ":" is kept for runs so far
+SO_FAR_LINE_STYLE = ":"  # a comparison's seeds still training, in their variant's colour
 HATCHES = ("", "//", "..", "xx")
 LEGEND_INSIDE_MAX = 6  # more entries than this go beside the axes, where they hide no data
 LEGEND_INSIDE_CHARS = 30  # and so does a longer label (a tune's trials name their settings)
@@ -151,7 +152,7 @@ def plot_curves(
     for label, histories in training.items():
         seeds = ", ".join(run.name for run, _ in histories)
         for i, (_, history) in enumerate(histories):
-            _draw_history(ax, history, column, styles[label].color, ":", faint=True,
+            _draw_history(ax, history, column, styles[label].color, SO_FAR_LINE_STYLE, faint=True,
                           label=f"{label}: {seeds} so far" if i == 0 else None)
     ax.set_xlabel("epoch")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
