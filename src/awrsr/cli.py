@@ -53,7 +53,9 @@ def fit(
         evaluation: metric cut-offs and the seen-item filter.
         output_dir: the run directory; it becomes the saved artifact.
         resume: continue the run in output_dir from its last checkpoint (same config; only the
-            budget train.max_epochs/max_time/patience/val_every and machine options may change).
+            budget train.max_epochs/max_time/patience/val_every, the machine options
+            train.num_threads/accelerator/progress_bar and data.path, for a moved file whose
+            fingerprint is checked, may change).
         overwrite: start afresh in an output_dir that holds a finished or interrupted run, deleting
             it; without this, such a directory is refused and the run in it is kept.
     """
