@@ -3,8 +3,9 @@
 Small sequential recommenders leave a large GPU mostly idle, so a GPU session trains many runs at
 once. Each worker walks every (comparison, seed, variant) run in order and trains those that no
 other worker holds (the run locks of ``awrsr compare``); it never waits for a run another worker
-has, so no worker idles while runs remain. Seeds are the outer loop, so that with fewer workers
-than runs, a queue cut short has whole seeds. Afterwards each comparison is tabulated like
+has, so no worker idles while runs remain. Within each comparison seeds are the outer loop
+(the comparisons come in the order given), so that with fewer workers than runs, a queue cut short
+has whole seeds of the comparisons it reached. Afterwards each comparison is tabulated like
 ``awrsr compare --report_only``, and the exit status is 1 if any run failed or is unfinished.
 
     python benchmarks/compare_queue.py \\
@@ -57,8 +58,9 @@ def parse_comparison(spec: str) -> tuple[str, str, list[str] | dict]:
 
 
 def queue(comparisons: list[str], seeds: list[int], skip: Sequence[str] = ()) -> list[tuple[str, str, str, dict]]:
-    """(comparison, config, variant, options) for every run, seeds outermost, less the runs whose
-    "comparison/variant" matches a ``skip`` pattern (fnmatch: runs too slow for the time at hand)."""
+    """(comparison, config, variant, options) for every run, comparison by comparison and within
+    each seeds outermost, less the runs whose "comparison/variant" matches a ``skip`` pattern
+    (fnmatch: runs too slow for the time at hand)."""
     runs = []
     for spec in comparisons:
         name, config, chosen = parse_comparison(spec)

@@ -6,11 +6,12 @@ the test files that now catch them are named in each mutant's ``test``. The scri
 temporary ``git clone`` of the last commit (uncommitted changes are not seen), never on the working
 tree, and runs only each mutant's test file.
 
-    python tools/mutants.py              # every mutant; exit status 1 if one survives
+    python tools/mutants.py              # every mutant; exit status 1 unless every one is caught
     python tools/mutants.py M4 M7        # some of them
     python tools/mutants.py --list
 
-A mutant whose ``old`` text is no longer in its file is reported as "stale" (the code moved on):
+A mutant whose ``old`` text is no longer in its file exactly once is reported as "stale" (the
+code moved on; it fails the run, as a survivor or a test error does):
 update the mutant rather than delete it, so the guarantee it stands for is kept.
 """
 

@@ -8,7 +8,7 @@ into options and YAML configs (``--config``), and rejects unknown keys.
     awrsr serve runs/sasrec-ml-1m --port 8000          # the same over HTTP (pip install "awrsr[serve]")
     awrsr stats --data.path ../shared/data/beauty/Beauty.txt
     awrsr tune configs/sasrec/beauty.yaml configs/search/awrsr-grid.yaml --output_dir runs/tune-beauty
-    awrsr compare configs/sasrec/beauty.yaml --variants [simp,value,add] --seeds [42,43,44]
+    awrsr compare configs/sasrec/beauty.yaml --variants [simp,value,add] --seeds [42,43,44] --output_dir runs/compare-beauty
     awrsr plot runs/compare-beauty
     awrsr --version                                    # the code, torch and Python, for a bug report
 """
