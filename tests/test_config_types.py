@@ -65,6 +65,7 @@ def test_numpy_scalars_and_integers_for_floats_are_taken_as_python_values():
     (lambda: TrainConfig(max_epochs=0), r"train.max_epochs must be >= 1, got 0"),
     (lambda: TrainConfig(val_every=0), r"train.val_every must be >= 1, got 0"),
     (lambda: TrainConfig(max_time="01:30:00"), r"train.max_time must look like DD:HH:MM:SS"),  # three fields, all digits
+    (lambda: TrainConfig(max_time="00:00:00:00"), r"train.max_time must be longer than zero, got '00:00:00:00'"),
     (lambda: EvalConfig(ks=[]), r"evaluation.ks must be a non-empty list of integers >= 1, got \[\]"),
     (lambda: EvalConfig(ks=[0, 10]), r"evaluation.ks must be a non-empty list of integers >= 1, got \[0, 10\]"),
     (lambda: EvalConfig(batch_size=0), r"evaluation.batch_size must be >= 1, got 0"),

@@ -300,6 +300,25 @@ def test_another_vocabulary_beside_the_weights_is_refused(trained_run, tmp_path,
         assert load_artifact(edited).vocab.ids[:2] == [ids[1], ids[0]]
 
 
+def test_weights_copied_from_another_run_are_named_as_the_odd_file(trained_run, tmp_path):
+    # both the model section and the vocabulary disagreed with the weights' copies, and the error
+    # blamed the run's own vocab.json
+    from safetensors import safe_open
+
+    from awrsr.infer.artifact import MODEL_METADATA, VOCAB_METADATA
+
+    copied = tmp_path / "copied"
+    shutil.copytree(trained_run.run_dir, copied)
+    with safe_open(str(copied / "model.safetensors"), "pt") as handle:
+        metadata = handle.metadata()
+    model = json.loads(metadata[MODEL_METADATA])
+    other = {**metadata, MODEL_METADATA: json.dumps({**model, "norm_eps": 1e-5}), VOCAB_METADATA: "0" * 64}
+    save_file(load_file(str(copied / "model.safetensors")), str(copied / "model.safetensors"), metadata=other)
+    with pytest.raises(ArtifactError, match=r"copied/model.safetensors: not the weights of this run \(copied from another\?\): "
+                                            r"both config.yaml's model section \(norm_eps \(1e-05 -> 1e-08\)\) and vocab.json differ"):
+        load_artifact(copied)
+
+
 def test_load_checks_the_type_of_its_arguments(trained_run):
     with pytest.raises(ArtifactError, match="max_len must be an integer .*got '20'"):
         load_artifact(trained_run.run_dir, max_len="20")

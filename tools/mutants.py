@@ -32,7 +32,7 @@ class Mutant:
     file: str  # relative to the repository root
     old: str
     new: str
-    test: str  # pytest target that must fail
+    test: str  # pytest target that must fail: a test file, or one test of it (file::name), where the file takes minutes
     why: str
 
 
@@ -808,7 +808,9 @@ MUTANTS = [
     Mutant("M329", "src/awrsr/experiments/tune.py", "        if key in RANKING_KEYS:", "        if False:", "tests/experiments/test_experiments.py", "train.monitor in a search space is refused: trials would be ranked on different metrics"),
     Mutant("M330", "src/awrsr/experiments/compare.py", "        if len(named) == 1:", "        if False:", "tests/experiments/test_experiments.py", "a variants file naming the base alone is refused"),
     Mutant("M331", "src/awrsr/experiments/compare.py", "            if path is not None and not user_path(path).exists():", "            if False:", "tests/experiments/test_experiments.py", "a variant's missing data file is found before the base trains"),
-    Mutant("M332", "src/awrsr/experiments/tune.py", '    if (output_dir / "runs.csv").is_file():', "    if False:", "tests/experiments/test_experiments.py", "a tune never writes into a comparison's directory"),
+    Mutant("M332", "src/awrsr/experiments/runs.py", '    if (output_dir / marker).is_file():', "    if False:",
+           "tests/experiments/test_experiments.py::test_tune_and_compare_never_share_a_directory",
+           "a tune never writes into a comparison's directory, nor a comparison into a tune's"),
     # session 35: the review of the promise that a new part is one file plus one registration
     Mutant("M333", "src/awrsr/nn/refine/simp.py", "        return masked_softmax(logits, mask)",
            "        return masked_softmax(logits, (mask.real[:, None, :, None] & mask.real[:, None, None, :]) if self.training else mask)",
@@ -936,7 +938,7 @@ MUTANTS = [
     Mutant("M381", "src/awrsr/data/vocab.py",
            'if self.id_type == "int" and isinstance(item_id, float) and item_id.is_integer():', "if False:",
            "tests/test_end_to_end.py", "a whole float id (7.0) is the int item 7"),
-    Mutant("M382", "src/awrsr/infer/recommender.py", "    if nested is not None:\n", "    if False:\n",
+    Mutant("M382", "src/awrsr/infer/recommender.py", '    if nested is not None:\n        raise ConfigError(f"{name}[{nested}]', '    if False:\n        raise ConfigError(f"{name}[{nested}]',
            "tests/test_end_to_end.py", "a nested history is named as such, not as unknown ids"),
     Mutant("M383", "src/awrsr/experiments/compare.py", "    seeds = seed_list(seeds)\n", "",
            "tests/experiments/test_experiments.py", "run_compare checks its seeds argument"),
@@ -1033,6 +1035,49 @@ MUTANTS = [
            "marker=None,", "tests/experiments/test_figures.py", "a one-epoch curve is drawn as a point"),
     Mutant("M370", "benchmarks/compare_queue.py", "        claim.unlink(missing_ok=True)\n", "        pass\n",
            "tests/test_benchmark_scripts.py", "a queue removes its workers' claim files when they are done"),
+    Mutant("M414", "src/awrsr/experiments/runs.py", "    if run_files:\n", "    if False:\n",
+           "tests/experiments/test_experiments.py::test_tune_and_compare_refuse_a_run_other_runs_or_the_users_files",
+           "a tune or a comparison refuses a run's directory (it would pass for a collection)"),
+    Mutant("M415", "src/awrsr/experiments/runs.py", "    if others:\n", "    if False:\n",
+           "tests/experiments/test_experiments.py::test_tune_and_compare_refuse_a_run_other_runs_or_the_users_files",
+           "a tune or a comparison refuses a directory of other runs"),
+    Mutant("M416", "src/awrsr/experiments/runs.py", "    if tables and not mine and not starts_with(", "    if False and not starts_with(",
+           "tests/experiments/test_experiments.py::test_tune_and_compare_refuse_a_run_other_runs_or_the_users_files",
+           "a tune or a comparison never replaces the user's files named like its tables"),
+    Mutant("M417", "src/awrsr/experiments/runs.py", "    problem = record_problem(metrics)\n", "    problem = None\n",
+           "tests/experiments/test_experiments.py::test_a_finished_runs_damaged_record_is_a_clear_error",
+           "a finished run's damaged metrics.json is an error naming it, not a KeyError in a report"),
+    Mutant("M418", "src/awrsr/experiments/tune.py", '        if key.startswith("data."):', "        if False:",
+           "tests/experiments/test_experiments.py::test_tune_still_skips_values_that_fail_only_in_combination",
+           "a search space over data is refused: trials would be ranked on different validation sets"),
+    Mutant("M419", "src/awrsr/infer/batch.py", "        if path.stat().st_size > 0 and table_columns(path) != tuple(columns):",
+           "        if False:", "tests/infer/test_batch.py::test_cli_writes_over_nothing_but_earlier_recommendations",
+           "recommendations never replace a file that is not an earlier table of them"),
+    Mutant("M420", "src/awrsr/infer/batch.py", "    if stored is not None and not isinstance(stored, dict):", "    if False:",
+           "tests/infer/test_batch.py::test_the_log_is_read_with_the_models_own_settings_unless_overridden",
+           "a stored data section that is no mapping is a clear error, not an AttributeError"),
+    Mutant("M421", "src/awrsr/infer/recommender.py", "    nested = first_nested(exclude)", "    nested = None",
+           "tests/infer/test_recommender.py::test_exclusions_and_flags_of_the_wrong_kind_are_clear_errors",
+           "per-history lists in exclude are refused, not skipped as unknown ids"),
+    Mutant("M422", "src/awrsr/data/tabular.py", "    if not config.has_header:\n        _check_no_header_line(",
+           "    if False:\n        _check_no_header_line(", "tests/data/test_data_tabular.py::test_a_header_line_read_as_data_is_refused",
+           "a header line read as data (has_header false) is refused"),
+    Mutant("M423", "src/awrsr/data/tabular.py", "    if dtype.is_decimal():", "    if False:",
+           "tests/data/test_data_tabular.py::test_decimal_ids_are_ids_as_whole_numbers", "whole Decimal ids are integers"),
+    Mutant("M424", "src/awrsr/data/readers.py", '    if _is_parquet(path):\n        return "parquet"',
+           '    if False:\n        return "parquet"', "tests/data/test_data_tabular.py::test_a_parquet_file_is_known_by_its_first_bytes",
+           "auto knows a Parquet file by its first bytes"),
+    Mutant("M425", "src/awrsr/data/readers.py", '    if fmt != "parquet" and _is_parquet(path):', "    if False:",
+           "tests/data/test_data_tabular.py::test_a_parquet_file_is_known_by_its_first_bytes",
+           "a Parquet file read as another format says so, not 'not valid UTF-8'"),
+    Mutant("M426", "src/awrsr/infer/artifact.py", "    if other_vocab and changed:", "    if False:",
+           "tests/test_end_to_end.py::test_weights_copied_from_another_run_are_named_as_the_odd_file",
+           "weights copied from another run are named, not the run's own vocabulary"),
+    Mutant("M427", "src/awrsr/experiments/compare.py", "    if dead:  # a variant's own value wins", "    if False:  # a variant's own value wins",
+           "tests/experiments/test_experiments.py::test_compare_refuses_variant_names_that_are_not_directory_names_and_bad_seeds",
+           "compare refuses a --set of what every variant sets"),
+    Mutant("M428", "src/awrsr/train/config.py", "            if not any(map(int, parts)):", "            if False:",
+           "tests/test_config_types.py", "a zero train.max_time is refused with the config"),
 ]
 
 

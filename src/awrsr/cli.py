@@ -226,11 +226,9 @@ def _recommend_log(
 
     from awrsr.infer import Recommender, load_artifact
     from awrsr.infer.artifact import recorded_data_file
-    from awrsr.infer.batch import check_output_path, score_log_file
+    from awrsr.infer.batch import score_log_file
 
-    if output is not None:
-        check_output_path(output)  # before the model is loaded and the log read and scored
-    loaded = load_artifact(artifact)
+    loaded = load_artifact(artifact)  # score_log_file checks output before the log is read and scored
     result = score_log_file(
         Recommender.from_artifact(loaded, device=device), loaded.config.get("data"), input, output, k=k,
         exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error", exclude=exclude,

@@ -147,6 +147,19 @@ def test_a_compressed_file_says_so(tmp_path, kind):
         read_interactions(path, DataConfig())
 
 
+def test_a_parquet_file_is_known_by_its_first_bytes(tmp_path):
+    # without its suffix it was read as text: "not valid UTF-8 text ... save the file as UTF-8"
+    frame = pl.DataFrame({"user_id": [1, 1, 2], "item_id": [5, 6, 5]})
+    frame.write_parquet(tmp_path / "events")
+    assert read_interactions(tmp_path / "events", DataConfig())["item"].to_list() == [5, 6, 5]
+    frame.write_parquet(tmp_path / "events.csv")
+    with pytest.raises(DataError, match=r"events.csv: is a Parquet file, but its name \(.csv\) says csv; set data.format parquet"):
+        read_interactions(tmp_path / "events.csv", DataConfig())
+    with pytest.raises(DataError, match=r"events: is a Parquet file, but data.format whitespace; set data.format parquet"):
+        read_interactions(tmp_path / "events", DataConfig(format="whitespace"))
+    assert read_interactions(tmp_path / "events.csv", DataConfig(format="parquet")).height == 3
+
+
 def test_unreadable_parquet_is_a_data_error(tmp_path):
     path = tmp_path / "broken.parquet"
     path.write_bytes(b"not parquet at all")
@@ -184,6 +197,22 @@ def test_float_ids_must_be_whole_numbers():
         read_interactions(frame, DataConfig())
     ok = read_interactions(pl.DataFrame({"user_id": [1.0], "item_id": [3.0]}), DataConfig())
     assert ok.schema["item"] == pl.Int64 and ok["item"].to_list() == [3]
+
+
+def test_decimal_ids_are_ids_as_whole_numbers(tmp_path):
+    # Decimal(10, 2) kept "28.00" as a text id, unknown to a history of 28 and to the CSV of the same log
+    from decimal import Decimal
+
+    frame = pl.DataFrame({"user_id": [1, 1], "item_id": [Decimal("28.00"), Decimal("-7.00")]},
+                         schema={"user_id": pl.Int64, "item_id": pl.Decimal(10, 2)})
+    frame.write_parquet(tmp_path / "events.parquet")
+    read = read_interactions(tmp_path / "events.parquet", DataConfig())
+    assert read.schema["item"] == pl.Int64 and read["item"].to_list() == [28, -7]
+    huge = pl.DataFrame({"user_id": [1], "item_id": [Decimal(10**25)]}, schema={"user_id": pl.Int64, "item_id": pl.Decimal(38, 0)})
+    assert read_interactions(huge, DataConfig())["item"].to_list() == [str(10**25)]  # exact, as text, as a huge integer is
+    frame = frame.with_columns(pl.Series("item_id", [Decimal("28.00"), Decimal("3.50")], dtype=pl.Decimal(10, 2)))
+    with pytest.raises(DataError, match=r"row 1 \(0-based\): column 'item_id' \(data.item_col\) holds 3.50, a non-integer number"):
+        read_interactions(frame, DataConfig())
 
 
 def test_polars_frames_eager_and_lazy():
@@ -337,6 +366,20 @@ def test_has_header_changes_no_fingerprint(tmp_path):
         DataConfig(path=str(tmp_path / "without.csv"), has_header=False, user_col="column_1", item_col="column_2", **kw)
     )
     assert with_header.fingerprint == without.fingerprint and with_header.item_vocab.id_type == "int"
+
+
+def test_a_header_line_read_as_data_is_refused(tmp_path):
+    # it became an interaction of user 'user_id' and item 'item_id', and every id became text
+    path = tmp_path / "events.csv"
+    path.write_text("\nuser_id,item_id\n1,10\n2,11\n")
+    config = DataConfig(has_header=False, user_col="column_1", item_col="column_2")
+    with pytest.raises(DataError, match=r"events.csv:2: 'user_id,item_id' looks like a header line \(column_1 is 'user_id' here "
+                                        r"and a whole number on every other line\), but data.has_header is false"):
+        read_interactions(path, config)
+    path.write_text("u1,i10\nu2,i11\n")  # text ids throughout: a first line like any other
+    assert read_interactions(path, config)["user"].to_list() == ["u1", "u2"]
+    path.write_text("u1,10\n2,11\n")  # a number in the line, as a header never holds
+    assert read_interactions(path, config)["item"].to_list() == [10, 11]
 
 
 def test_has_header_must_be_a_bool():

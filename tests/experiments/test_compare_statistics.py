@@ -223,7 +223,8 @@ def test_seeds_are_numpys_range_and_names_are_directory_names():
 def test_a_stale_table_by_length_is_removed_when_none_can_be_made(monkeypatch, tmp_path, config):
     fake_runs(monkeypatch, [])
     out = tmp_path / "c"
-    out.mkdir()
+    (out / "none" / "seed-1").mkdir(parents=True)  # an older comparison's run (beside it, its tables are its own)
+    (out / "none" / "seed-1" / "config.yaml").write_text("model: {}\n")
     for name in ("by_length.md", "by_length.csv"):
         (out / name).write_text("an older comparison's table")
     run_compare(config, ["add"], [1], out, console=QUIET)  # the runs' records lie nowhere: no breakdown

@@ -14,12 +14,15 @@ from rich.console import Console
 import awrsr
 from awrsr.errors import ArtifactError, ConfigError
 from awrsr.experiments.compare import run_compare, tabulate
-from awrsr.experiments.runs import option_args, parse_sets
+from awrsr.experiments.runs import check_collection_directory, option_args, parse_sets
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.experiments.tune import grid, load_search_space, run_tune, trial_id
 from conftest import run_cli
 
 QUIET = Console(quiet=True)
+# the least of a finished run's metrics.json that the reports read
+RECORD = {"selection": {"monitor": "valid ndcg@5", "best_epoch": 1, "epochs_trained": 1}, "valid": {"ndcg@5": 0.1},
+          "test": {"ndcg@5": 0.1}, "protocol": {"filter_seen": True}, "time": {"mean_epoch_s": 1.0}}
 
 
 def test_paired_t_test_by_hand():
@@ -208,6 +211,12 @@ def test_compare_refuses_variant_names_that_are_not_directory_names_and_bad_seed
     # --seeds gives every run's seed, so a fixed one would be ignored
     with pytest.raises(ConfigError, match="--set train.seed: --seeds sets it too"):
         run_compare(str(base), ["simp"], [1], tmp_path / "c", extra={"train.seed": "7"}, console=QUIET, report_only=True)
+    # so is a --set of what every variant sets (--key's values, say): their own values win
+    with pytest.raises(ConfigError, match=r"--set model.refine: every variant sets it \(their own value wins\)"):
+        run_compare(str(base), ["simp"], [1], tmp_path / "c", extra={"model.refine": "add"}, console=QUIET, report_only=True)
+    with pytest.raises(ConfigError, match=r"--set train.lr: every variant sets it"):
+        run_compare(str(base), {"a": {"train.lr": 0.1}, "b": {"train.lr": 0.2}}, [1], tmp_path / "c",
+                    extra={"train.lr": "0.3"}, console=QUIET, report_only=True)
     assert not (tmp_path / "c").exists()
 
 
@@ -686,7 +695,8 @@ def test_a_variant_can_be_compared_with_another_than_the_base(base_config, tmp_p
         "L2": {"model.num_blocks": 2, "compare_to": "L2"},
         "L2+add": {"model.num_blocks": 2, "model.refine": "add", "compare_to": "L2"},
     }
-    table = run_compare(base_config, variants, [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET)
+    extra = {key: value for key, value in parse_sets(TINY).items() if key != "model.num_blocks"}  # every variant sets it
+    table = run_compare(base_config, variants, [1, 2], tmp_path, extra=extra, console=QUIET)
     assert math.isnan(table["L1"]["ndcg@5"].improvement) and math.isnan(table["L2"]["ndcg@5"].improvement)
     l2, l2_add = table["L2"]["ndcg@5"].mean, table["L2+add"]["ndcg@5"].mean
     assert table["L2+add"]["ndcg@5"].improvement == pytest.approx(relative_improvement(l2_add, l2))
@@ -728,6 +738,34 @@ def test_a_finished_run_with_a_damaged_config_is_a_clear_error(base_config, tmp_
         run_or_reuse(base_config, parse_sets(TINY), run_dir, QUIET)
 
 
+@pytest.mark.parametrize("record, problem", [
+    ([1, 2], "a JSON list, not an object"),
+    ({}, "no 'valid' section"),
+    ({**RECORD, "test": None}, "no 'test' section"),
+    ({**RECORD, "selection": {"monitor": "valid ndcg@5", "best_epoch": 1}}, "no selection.epochs_trained"),
+    ({**RECORD, "protocol": {}}, "no protocol.filter_seen"),
+    ({**RECORD, "time": {}}, "no time.mean_epoch_s"),
+    ({**RECORD, "valid": {"hr@5": 0.1}}, "selection.monitor 'valid ndcg@5' is not among the valid scores"),
+    ({**RECORD, "test": {"ndcg@5": "0.1"}}, "test.ndcg@5 is not a number"),
+    ({**RECORD, "test": {}}, "no test scores"),
+])
+def test_a_finished_runs_damaged_record_is_a_clear_error(tmp_path, record, problem):
+    # the reports failed on it with a KeyError deep inside, or ({}) blamed the data
+    from dataclasses import asdict
+
+    from awrsr.experiments.runs import RESOLVED_SECTIONS, finished_run
+
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    run_dir = tmp_path / "run"
+    resolved = finished_run(str(base), {}, run_dir)[0]
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({s: asdict(resolved[s]) for s in RESOLVED_SECTIONS}))
+    (run_dir / "metrics.json").write_text(json.dumps(record))
+    with pytest.raises(ArtifactError, match=rf"run/metrics.json: not a finished run's record \({re.escape(problem)}\); delete that run"):
+        finished_run(str(base), {}, run_dir)
+
+
 def test_compare_needs_a_variant_besides_the_base():
     from awrsr.experiments.compare import variant_options
 
@@ -747,11 +785,11 @@ def test_compare_needs_a_variant_besides_the_base():
     # a field's own range, wrong whatever the other keys of the grid are
     ({"model.dropout": [0.1, 1.5], "train.lr": [0.01]}, r"search space model.dropout: 1.5: model.dropout must be in \[0, 1\), got 1.5"),
     ({"train.lr": [-1]}, r"search space train.lr: -1: train.lr must be > 0"),
-    ({"data.synthetic.min_length": [3, 2]}, r"search space data.synthetic.min_length: 2: data.synthetic.min_length must be >= 3"),
     ({"train.max_time": ["1:30"]}, r"search space train.max_time: '1:30': train.max_time must look like DD:HH:MM:SS"),
     # trials ranked on different metrics or protocols would not be comparable
     ({"train.monitor": ["ndcg@10", "hr@20"]}, r"search space train.monitor: trials are ranked against each other"),
     ({"evaluation.filter_seen": [True, False]}, r"search space evaluation.filter_seen: trials are ranked"),
+    ({"data.synthetic.min_length": [3, 5]}, r"search space data.synthetic.min_length: .* scored on the same data"),
 ])
 def test_tune_refuses_a_value_wrong_on_its_own_before_training(base_config, tmp_path, space, expected):
     # its trials were skipped one by one, and the search ran without it, exiting 0
@@ -804,9 +842,9 @@ def test_a_finished_run_is_reused_only_with_the_same_evaluation_protocol(tmp_pat
     assert metrics is None  # nothing there yet
     stored = {s: asdict(resolved[s]) for s in RESOLVED_SECTIONS}
     run_dir.mkdir()
-    (run_dir / "metrics.json").write_text('{"test": {}}')
+    (run_dir / "metrics.json").write_text(json.dumps(RECORD))
     (run_dir / "config.yaml").write_text(yaml.safe_dump(stored))
-    assert finished_run(str(base), {"train.seed": 1}, run_dir)[1] == {"test": {}}  # the same config: reused
+    assert finished_run(str(base), {"train.seed": 1}, run_dir)[1] == RECORD  # the same config: reused
     stored["evaluation"]["filter_seen"] = False
     (run_dir / "config.yaml").write_text(yaml.safe_dump(stored))
     with pytest.raises(ArtifactError, match=r"another configuration \(differs in evaluation.filter_seen"):
@@ -917,7 +955,7 @@ def test_a_moved_data_path_is_excused_only_where_the_data_can_be_checked(tmp_pat
     resolved = finished_run(str(base), {}, run_dir)[0]
     run_dir.mkdir()
     (run_dir / "config.yaml").write_text(yaml.safe_dump({s: asdict(resolved[s]) for s in RESOLVED_SECTIONS}))
-    (run_dir / "metrics.json").write_text(json.dumps({"dataset": {"sha256": "a" * 64}}))
+    (run_dir / "metrics.json").write_text(json.dumps({**RECORD, "dataset": {"sha256": "a" * 64}}))
     moved = {"data.path": str(tmp_path / "elsewhere" / "a.csv")}  # no file there: no fingerprint now
     with pytest.raises(ArtifactError, match=r"another configuration \(differs in data.path"):
         finished_run(str(base), moved, run_dir, DataFingerprints())
@@ -942,8 +980,12 @@ def test_tune_still_skips_values_that_fail_only_in_combination(base_config, tmp_
     from awrsr.experiments.tune import check_grid_values
 
     check_grid_values(base_config, {"model.num_heads": [1, 3]}, parse_sets(TINY))  # no error: judged per trial
-    # a history shorter than the base's shortest (10) fits a grid that also lowers min_length
-    check_grid_values(base_config, {"data.synthetic.max_length": [5, 40]}, parse_sets(TINY))
+    # but data is no value to tune: trials would be ranked on different validation sets, and the
+    # easiest would win
+    for key, values in (("data.min_item_interactions", [0, 5]), ("data.path", ["a.csv", None])):
+        with pytest.raises(ConfigError, match=rf"search space {key}: trials are ranked against each other .* "
+                                              "so every trial must be scored on the same data"):
+            check_grid_values(base_config, {key: values}, parse_sets(TINY))
 
 
 def test_compare_finds_a_variants_missing_data_file_before_any_run_trains(base_config, tmp_path):
@@ -966,6 +1008,39 @@ def test_tune_and_compare_never_share_a_directory(base_config, tmp_path):
     with pytest.raises(ConfigError, match=r"t holds a tune \(trials.csv\); give the comparison a directory of its own"):
         run_compare(base_config, ["simp"], [1], tmp_path / "t", extra=parse_sets(TINY), console=QUIET, report_only=True)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["c", "runs.csv", "t", "trials.csv"]  # nothing trained
+
+
+@pytest.mark.parametrize("kind", ["tune", "comparison"])
+def test_tune_and_compare_refuse_a_run_other_runs_or_the_users_files(base_config, tmp_path, kind):
+    # a tune into a finished run's directory made it a tune (plot drew trials, fit refused it),
+    # and the user's own table.md or best.yaml was replaced without a word
+    def start(directory):
+        if kind == "tune":
+            run_tune(base_config, {"train.lr": [0.01]}, directory, extra=parse_sets(TINY), console=QUIET, report_only=True)
+        else:
+            run_compare(base_config, ["simp"], [1], directory, extra=parse_sets(TINY), console=QUIET, report_only=True)
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.json").write_text("{}")
+    (tmp_path / "run" / "config.yaml").write_text("model: {}\n")
+    with pytest.raises(ConfigError, match=rf"run holds a run \(metrics.json, config.yaml\); give the {kind} a directory of its own"):
+        start(tmp_path / "run")
+    (tmp_path / "runs" / "sasrec").mkdir(parents=True)  # fit's runs side by side
+    (tmp_path / "runs" / "sasrec" / "config.yaml").write_text("model: {}\n")
+    with pytest.raises(ConfigError, match=rf"runs holds runs that are not a {kind}'s \(e.g. .*sasrec\)"):
+        start(tmp_path / "runs")
+    mine = "best.yaml" if kind == "tune" else "table.md"
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / mine).write_text("my own\n")
+    with pytest.raises(ConfigError, match=rf"mine holds {mine} but none of a {kind}'s runs: files that awrsr did not write"):
+        start(tmp_path / "mine")
+    assert (tmp_path / "mine" / mine).read_text() == "my own\n"
+    # beside its own runs, its tables are its own: written again
+    own_run = tmp_path / "own" / ("trial-x" if kind == "tune" else "simp/seed-1")
+    own_run.mkdir(parents=True)
+    (own_run / "config.yaml").write_text("model: {}\n")
+    (tmp_path / "own" / mine).write_text("an earlier table\n")
+    check_collection_directory(tmp_path / "own", kind)
 
 
 def test_compare_with_another_key_asks_for_the_base_by_name(base_config, tmp_path):

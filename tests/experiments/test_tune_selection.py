@@ -32,7 +32,7 @@ def trials(monkeypatch, tmp_path):
         epoch = BEST_EPOCH[options["train.lr"]]
         metrics = {"selection": {"monitor": "valid ndcg@10", "best_epoch": epoch, "epochs_trained": epoch + 3},
                    "valid": {"ndcg@10": valid},
-                   "test": {"ndcg@10": test}, "protocol": {"filter_seen": True}}
+                   "test": {"ndcg@10": test}, "protocol": {"filter_seen": True}, "time": {"mean_epoch_s": 1.0}}
         (run_dir / "metrics.json").write_text(json.dumps(metrics))
         return metrics
 

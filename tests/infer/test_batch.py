@@ -123,6 +123,8 @@ def test_the_log_is_read_with_the_models_own_settings_unless_overridden():
     )
     with pytest.raises(ConfigError, match="stored data settings"):
         log_data_config({"colour": "red"}, "new.csv")
+    with pytest.raises(ConfigError, match="stored data settings: not a mapping of options, got int 5"):  # was an AttributeError
+        log_data_config(5, "new.csv")
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet", ".jsonl"])
@@ -340,20 +342,33 @@ def test_a_model_with_non_finite_scores_is_a_one_line_error(trained_run, log_fil
         assert code == 2 and "non-finite scores" in stderr
 
 
-def test_cli_refuses_to_write_over_a_runs_own_records(trained_run, log_file, tmp_path, capsys):
+def test_cli_writes_over_nothing_but_earlier_recommendations(trained_run, log_file, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(trained_run.run_dir, run)
     before = (run / "history.csv").read_bytes()
     code, _, stderr = run_cli(capsys, "recommend", str(run), "--input", str(log_file), "--output", str(run / "history.csv"))
-    assert code == 2 and "is one of the records awrsr keeps in" in stderr
+    assert code == 2 and "history.csv: the file exists and is not an earlier table of recommendations (columns user, rank, item, score)" in stderr
     assert (run / "history.csv").read_bytes() == before  # the learning curves survive
-    # a tune's or a comparison's tables too; a new file beside them is fine
+    # nor another log (a one-letter slip in --output replaced it), a tune's or a comparison's tables
+    other_log = tmp_path / "other.csv"
+    other_log.write_text("user_id,item_id\n1,2\n")
+    code, _, stderr = run_cli(capsys, "recommend", str(run), "--input", str(log_file), "--output", str(other_log))
+    assert code == 2 and "is not an earlier table of recommendations" in stderr and other_log.read_text() == "user_id,item_id\n1,2\n"
     (tmp_path / "runs.csv").write_text("variant,seed\n")
-    with pytest.raises(ConfigError, match="records awrsr keeps"):
+    with pytest.raises(ConfigError, match="is not an earlier table of recommendations"):
         write_recommendations(pl.DataFrame({"user": [1]}), tmp_path / "runs.csv")
-    write_recommendations(pl.DataFrame({"user": [1]}), run / "recs.csv")
-    write_recommendations(pl.DataFrame({"user": [2]}), run / "recs.csv")  # and writing it again
-    assert pl.read_csv(run / "recs.csv")["user"].to_list() == [2]
+    # an earlier answer, in any format, or an empty file is replaced: a repeated command
+    for name in ("recs.csv", "recs.tsv", "recs.parquet", "recs.jsonl"):
+        for round_ in (1, 2):
+            code, _, _ = run_cli(capsys, "recommend", str(run), "--input", str(log_file), "--output", str(tmp_path / name), "--k", str(round_))
+            assert code == 0
+        frame = pl.read_parquet(tmp_path / name) if name.endswith(".parquet") else pl.read_ndjson(tmp_path / name) \
+            if name.endswith(".jsonl") else pl.read_csv(tmp_path / name, separator="\t" if name.endswith(".tsv") else ",")
+        assert frame.columns == ["user", "rank", "item", "score"] and frame["rank"].max() == 2, name
+    (tmp_path / "empty.csv").touch()
+    write_recommendations(pl.DataFrame({"user": [1]}), tmp_path / "empty.csv")
+    write_recommendations(pl.DataFrame({"user": [2]}), tmp_path / "empty.csv")  # the same columns again
+    assert pl.read_csv(tmp_path / "empty.csv")["user"].to_list() == [2]
 
 
 def test_arguments_of_the_wrong_kind_are_clear_errors(recommender, log_file):

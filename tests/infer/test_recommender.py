@@ -87,6 +87,9 @@ def test_exclusions_and_flags_of_the_wrong_kind_are_clear_errors(trained_run):
     assert kept[0].item not in [r.item for r in rec.recommend([1, 2], k=3, exclude=(x for x in [kept[0].item]))]
     with pytest.raises(ConfigError, match="exclude takes a list of item ids, got int 5"):
         rec.recommend([1, 2], exclude=5)
+    # per-history lists are not ids: taken as unknown ids, they excluded nothing, silently
+    with pytest.raises(ConfigError, match=r"exclude\[1\] is a list, not an item id \(exclude is one list of item ids"):
+        rec.recommend_many([[1, 2], [3]], exclude=[4, [5]])
     with pytest.raises(ConfigError, match="exclude_seen must be true or false, got 'no'"):  # "no" is truthy
         rec.recommend([1, 2], exclude_seen="no")
     with pytest.raises(ConfigError, match="histories is a list of histories.*got NoneType"):

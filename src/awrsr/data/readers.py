@@ -17,7 +17,8 @@ _BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv"}
 
 
 def detect_format(path: Path) -> str:
-    """The format ``auto`` picks: by suffix, else ``movielens`` if the first non-blank line has ``::``.
+    """The format ``auto`` picks: by suffix, else ``parquet`` if the file begins as Parquet files
+    do, else ``movielens`` if the first non-blank line has ``::``.
 
     >>> detect_format(Path("ratings.csv"))
     'csv'
@@ -25,6 +26,8 @@ def detect_format(path: Path) -> str:
     by_suffix = _BY_SUFFIX.get(path.suffix.lower())
     if by_suffix:
         return by_suffix
+    if _is_parquet(path):
+        return "parquet"
     with path.open("rb") as handle:
         for line in handle:  # only reads up to the first non-blank line
             if line.strip():
@@ -40,6 +43,11 @@ def _compression(path: Path) -> str | None:
     with path.open("rb") as handle:
         head = handle.read(8)
     return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
+
+
+def _is_parquet(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(4) == b"PAR1"
 
 
 def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFrame:
@@ -68,6 +76,9 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
     if compressed:  # else read as text, it fails on "invalid UTF-8" or worse
         raise DataError(f"{source}: is {compressed}-compressed; decompress it first (or save the data as Parquet)")
     fmt = detect_format(path) if config.format == "auto" else config.format
+    if fmt != "parquet" and _is_parquet(path):  # else read as text, it fails on "invalid UTF-8"
+        how = f"data.format {config.format}" if config.format != "auto" else f"its name ({path.suffix}) says {fmt}"
+        raise DataError(f"{source}: is a Parquet file, but {how}; set data.format parquet (or name it .parquet)")
     check_options_apply(config, fmt, source)
     if fmt == "whitespace":
         return read_whitespace(path, refuse_tables=config.format == "auto")

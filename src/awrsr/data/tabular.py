@@ -39,6 +39,8 @@ def read_table_file(path: Path, fmt: str, config: DataConfig) -> pl.DataFrame:
     _check_header(frame.columns, config, lines)
     frame = _drop_blank_lines(frame, lines)
     ids = [name for name in (config.user_col, config.item_col) if frame.schema.get(name) == pl.String]
+    if not config.has_header:
+        _check_no_header_line(frame, ids, lines)
     frame = frame.with_columns(_canonical_ints(_stripped(frame.get_column(name))) for name in ids)
     return _from_columns(frame, config, str(path), lines)
 
@@ -177,6 +179,26 @@ def _drop_blank_lines(frame: pl.DataFrame, lines: TextLines) -> pl.DataFrame:
         return frame  # the usual case: no need to read the file again
     blank = pl.int_range(pl.len()).is_in(lines.blank_rows())
     return frame.filter(~(empty & blank))
+
+
+def _check_no_header_line(frame: pl.DataFrame, ids: list[str], lines: TextLines) -> None:
+    """A DataError if the first row of a file read without a header line looks like one: no
+    number and no repeated field in it, and an id column (of ``ids``) holding whole numbers in
+    every other row. Read as data, it would be an interaction of a user named like the column,
+    and make every id text."""
+    first_row = [value.strip() for value in frame.row(0) if isinstance(value, str)] if frame.height else []
+    if any(map(_is_number, first_row)) or len(set(first_row)) < len(first_row):
+        return  # a number, or a repeated field: data, as column names never are
+    for name in ids:
+        column = _stripped(frame.get_column(name))
+        first, rest = column[:1], column[1:]
+        if (first[0] is not None and rest.null_count() < len(rest)
+                and _canonical_ints(rest).dtype == pl.Int64):
+            raise DataError(
+                f"{lines.path}:{lines.line_of(0)}: {shorten(_first_line(lines) or '')!r} looks like a header line "
+                f"({name} is {first[0]!r} here and a whole number on every other line), but data.has_header is "
+                "false; set data.has_header to true and name the columns, or remove the line"
+            )
 
 
 def _stripped(series: pl.Series) -> pl.Series:
@@ -490,6 +512,8 @@ def _ids(series: pl.Series, field: str, source: str, lines: TextLines | None) ->
         return series.cast(pl.Int64) if _fits_int64(series) else series.cast(pl.String)
     if dtype.is_float():
         return _float_ids(series, field, source, lines)
+    if dtype.is_decimal():  # a database's NUMBER: whole values are ids as integers are, "28.00" is 28
+        return _decimal_ids(series, field, source, lines)
     return series.cast(pl.String)
 
 
@@ -506,6 +530,19 @@ def _float_ids(series: pl.Series, field: str, source: str, lines: TextLines | No
         f"{_where(source, bad, lines)}: column {series.name!r} ({field}) holds {series[bad]!r}, "
         f"{what}; ids must be integers or strings"
     )
+
+
+def _decimal_ids(series: pl.Series, field: str, source: str, lines: TextLines | None) -> pl.Series:
+    text = series.cast(pl.String).str.replace(r"\.0*$", "")  # the scale's zeros: 28.00 -> 28
+    whole = text.str.contains(r"^-?[0-9]+$")
+    if not whole.all():
+        bad = int((~whole).arg_max())
+        raise DataError(
+            f"{_where(source, bad, lines)}: column {series.name!r} ({field}) holds {series.cast(pl.String)[bad]}, "
+            "a non-integer number; ids must be integers or strings"
+        )
+    ints = text.cast(pl.Int64, strict=False)
+    return ints if ints.null_count() == 0 else text  # beyond Int64, exact as text, as integers are
 
 
 def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series:

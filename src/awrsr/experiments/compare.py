@@ -23,8 +23,8 @@ from awrsr.config_types import check_flag, is_whole_number
 from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
-    DataFingerprints, check_finished_runs, data_config_key, finished_run, describe_runs, option_args, progress_sentence,
-    run_or_reuse, run_status,
+    DataFingerprints, check_collection_directory, check_finished_runs, data_config_key, finished_run, describe_runs, option_args,
+    progress_sentence, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
@@ -209,8 +209,7 @@ def run_compare(
     seeds = seed_list(seeds)
     console = console or Console()
     output_dir = output_directory(output_dir, needs="a comparison needs a directory")
-    if (output_dir / "trials.csv").is_file():  # runs beside a tune's trials: plot and tune would mix them up
-        raise ConfigError(f"{output_dir} holds a tune (trials.csv); give the comparison a directory of its own")
+    check_collection_directory(output_dir, "comparison")
     try:  # now, not after hours of training
         bucket_labels(length_edges)
     except ValueError as err:
@@ -218,6 +217,9 @@ def run_compare(
     base, options = variant_options(variants, key, base)
     options, references = split_references(options, base)
     check_seeds(seeds, options, extra or {})
+    dead = [key_ for key_ in (extra or {}) if all(key_ in variant for variant in options.values())]
+    if dead:  # a variant's own value wins, so --set would be ignored by every run
+        raise ConfigError(f"--set {dead[0]}: every variant sets it (their own value wins); give it in one place only")
     label = "model" if isinstance(variants, Mapping) else key
     # every variant must build, and differ from its reference in effect, before any trains
     resolved = {}

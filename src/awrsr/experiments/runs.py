@@ -15,7 +15,7 @@ from rich.markup import escape
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.files import read_text
 from awrsr.strict_yaml import check_unique_keys
-from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
+from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, is_seed_run, runs_inside
 from awrsr.run_config import config_differences, load_fit_config
 from awrsr.train.config import TrainConfig
 from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, LOG_FILE, logged_progress
@@ -88,6 +88,56 @@ def read_run_config(path: Path) -> dict[str, Any]:
     return stored or {}
 
 
+# What a tune and a comparison write beside their runs, first the table that marks each, with
+# the start of its header.
+COLLECTION_TABLES = {
+    "tune": ("trials.csv", "best.yaml"),
+    "comparison": ("runs.csv", "table.csv", "table.md", "by_length.csv", "by_length.md"),
+}
+MARKER_HEADERS = {"tune": "trial,", "comparison": "variant,seed,"}
+
+
+def check_collection_directory(output_dir: Path, kind: str) -> None:
+    """A ConfigError if ``output_dir``, where a ``kind`` ("tune" or "comparison") writes its runs
+    and tables, holds what it must not mix with or replace: a run (fit's files at its top, which
+    would then pass for a collection), the other kind's tables or any runs not its own (plot
+    and the reports would mix them up), or files named like its tables beside none of its runs
+    and without its marking table (the user's: it would replace them)."""
+    if not output_dir.is_dir():
+        return
+    own = f"give the {kind} a directory of its own"
+    run_files = [name for name in (METRICS_FILE, CONFIG_FILE, CHECKPOINT_DIR) if (output_dir / name).exists()]
+    if run_files:
+        raise ConfigError(f"{output_dir} holds a run ({', '.join(run_files)}); {own}")
+    other = "comparison" if kind == "tune" else "tune"
+    marker = COLLECTION_TABLES[other][0]
+    if (output_dir / marker).is_file():
+        raise ConfigError(f"{output_dir} holds a {other} ({marker}); {own}")
+    runs = runs_inside(output_dir)
+    if kind == "tune":
+        mine = [run for run in runs if run.parent == output_dir and run.name.startswith("trial-")]
+    else:
+        mine = [run for run in runs if is_seed_run(run, output_dir)]
+    others = [run for run in runs if run not in mine]
+    if others:
+        raise ConfigError(f"{output_dir} holds runs that are not a {kind}'s (e.g. {others[0]}); {own}")
+    tables = [name for name in COLLECTION_TABLES[kind] if (output_dir / name).exists()]
+    if tables and not mine and not starts_with(output_dir / COLLECTION_TABLES[kind][0], MARKER_HEADERS[kind]):
+        raise ConfigError(
+            f"{output_dir} holds {', '.join(tables)} but none of a {kind}'s runs: files that awrsr did not "
+            f"write, which the {kind} would replace; choose another output_dir, or move them"
+        )
+
+
+def starts_with(path: Path, text: str) -> bool:
+    """Whether the file ``path`` exists and begins with ``text``."""
+    try:
+        with path.open("rb") as file:
+            return file.read(len(text.encode())) == text.encode()
+    except OSError:
+        return False
+
+
 def finished_run(
     config: str, options: dict[str, Any], run_dir: Path, fingerprints: Callable[[Any], str | None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -103,6 +153,9 @@ def finished_run(
         metrics = json.loads(metrics_file.read_text())
     except (OSError, ValueError):  # absent, or unreadable: not finished (training rewrites it)
         return resolved, None
+    problem = record_problem(metrics)
+    if problem is not None:  # edited by hand, or not awrsr's: the reports would fail on it deep inside
+        raise ArtifactError(f"{metrics_file}: not a finished run's record ({problem}); delete that run to train it again")
     trained_on = ((metrics.get("dataset") if isinstance(metrics, dict) else None) or {}).get("sha256")
     now = fingerprints(resolved["data"]) if fingerprints is not None and trained_on is not None else None
     if now is not None and trained_on != now:
@@ -120,6 +173,29 @@ def finished_run(
             "use another output_dir"
         )
     return resolved, metrics
+
+
+def record_problem(metrics: Any) -> str | None:
+    """What a run's metrics.json lacks of the fields tune's and compare's reports read (scores,
+    the selection, the protocol, the epoch time), or None if it has them all."""
+    if not isinstance(metrics, dict):
+        return f"a JSON {type(metrics).__name__}, not an object"
+    for section in ("valid", "test", "selection", "protocol", "time"):
+        if not isinstance(metrics.get(section), dict):
+            return f"no {section!r} section"
+    for section, field in (("selection", "monitor"), ("selection", "best_epoch"), ("selection", "epochs_trained"),
+                           ("protocol", "filter_seen"), ("time", "mean_epoch_s")):
+        if field not in metrics[section]:
+            return f"no {section}.{field}"
+    monitor = metrics["selection"]["monitor"]
+    if not isinstance(monitor, str) or monitor.removeprefix("valid ") not in metrics["valid"]:
+        return f"selection.monitor {monitor!r} is not among the valid scores"
+    for section in ("valid", "test"):
+        scores = metrics[section]
+        wrong = next((name for name, value in scores.items() if isinstance(value, bool) or not isinstance(value, (int, float))), None)
+        if not scores or wrong is not None:
+            return f"{section}.{wrong} is not a number" if wrong is not None else f"no {section} scores"
+    return None
 
 
 def check_finished_runs(

@@ -32,8 +32,8 @@ from rich.progress import Progress
 from awrsr.config_types import check_flag
 from awrsr.errors import ConfigError, FieldValueError, TrainingDiverged, UnknownNameError
 from awrsr.experiments.runs import (
-    DataFingerprints, check_finished_runs, finished_run, known_keys, option_args, progress_sentence, run_or_reuse, run_status,
-    status_sentences,
+    DataFingerprints, check_collection_directory, check_finished_runs, finished_run, known_keys, option_args, progress_sentence,
+    run_or_reuse, run_status, status_sentences,
 )
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
@@ -95,6 +95,11 @@ def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str,
                 f"search space {key}: trials are ranked against each other by validation {RANKING_KEYS[0]}, "
                 f"so every trial must be scored alike; set {key} in the base config or with --set"
             )
+        if key.startswith("data."):  # another file, filter or synthetic set: other users and targets to score
+            raise ConfigError(
+                f"search space {key}: trials are ranked against each other by validation {RANKING_KEYS[0]}, "
+                f"so every trial must be scored on the same data; set {key} in the base config or with --set"
+            )
     from awrsr.models import build_model
     from awrsr.run_config import load_fit_config
 
@@ -148,8 +153,7 @@ def run_tune(
     console = console or Console()
     extra = extra or {}
     output_dir = output_directory(output_dir, needs="a tune needs a directory")
-    if (output_dir / "runs.csv").is_file():  # trials beside a comparison's runs: plot and compare would mix them up
-        raise ConfigError(f"{output_dir} holds a comparison (runs.csv); give the tune a directory of its own")
+    check_collection_directory(output_dir, "tune")
     config = str(user_path(config))
     if not Path(config).is_file():  # else every trial would fail on it, one by one
         raise ConfigError(f"base config not found: {config}")

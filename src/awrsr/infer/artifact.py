@@ -107,18 +107,23 @@ def check_saved_copies(
             metadata = handle.metadata() or {}
     except (SafetensorError, OSError) as err:
         raise ArtifactError(f"{weights_path}: cannot read weights ({err})") from None
-    saved_vocab = metadata.get(VOCAB_METADATA)
-    if vocab is not None and saved_vocab is not None and saved_vocab != vocab_digest(vocab):
+    saved_vocab, saved = metadata.get(VOCAB_METADATA), metadata.get(MODEL_METADATA)
+    other_vocab = vocab is not None and saved_vocab is not None and saved_vocab != vocab_digest(vocab)
+    changed = []
+    if saved is not None:
+        saved_model, model = json.loads(saved), json.loads(json.dumps(asdict(model_config)))  # JSON values on both sides
+        changed = [f"{key} ({saved_model[key]!r} -> {model[key]!r})"
+                   for key in sorted(saved_model) if key in model and saved_model[key] != model[key]]
+    if other_vocab and changed:  # both of the run's own files differ: the odd one out is the weights
+        raise ArtifactError(
+            f"{weights_path}: not the weights of this run (copied from another?): both {config_path.name}'s model "
+            f"section ({', '.join(changed)}) and {VOCAB_FILE} differ from the copies saved with them"
+        )
+    if other_vocab:
         raise ArtifactError(
             f"{config_path.parent / VOCAB_FILE}: not the vocabulary these weights were trained with ({len(vocab)} ids; "
             "edited, reordered or copied from another run?): its ids would name other items"
         )
-    saved = metadata.get(MODEL_METADATA)
-    if saved is None:
-        return metadata
-    saved_model, model = json.loads(saved), json.loads(json.dumps(asdict(model_config)))  # JSON values on both sides
-    changed = [f"{key} ({saved_model[key]!r} -> {model[key]!r})"
-               for key in sorted(saved_model) if key in model and saved_model[key] != model[key]]
     if changed:
         raise ArtifactError(
             f"{config_path}: the model section differs from the one the weights were trained with: {', '.join(changed)}"

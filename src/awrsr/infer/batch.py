@@ -12,10 +12,11 @@ whole history, exactly as ``Recommender.recommend`` would give them one by one.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 import polars as pl
@@ -26,14 +27,10 @@ from awrsr.data.preprocess import drop_duplicates, sort_chronologically
 from awrsr.data.readers import IGNORED_OPTIONS, detect_format
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
-from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 from awrsr.infer.recommender import Recommender, check_exclude, check_k, check_unknown
 
 OUTPUT_FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
-# The tables awrsr writes into a run's, a tune's or a comparison's directory (recognised by one
-# of RECORD_MARKERS): recommendations never replace them.
-RECORD_TABLES = ("history.csv", "metrics.csv", "earlier_metrics.csv", "trials.csv", "runs.csv", "table.csv", "by_length.csv")
-RECORD_MARKERS = (CONFIG_FILE, METRICS_FILE, "trials.csv", "runs.csv")
+OUTPUT_COLUMNS = ("user", "rank", "item", "score")  # of every table of recommendations
 
 
 @dataclass
@@ -138,6 +135,8 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
     A file whose suffix names its format (.csv, .tsv, .parquet) is read as that format unless
     ``format`` is given, whatever the model was trained on; ``time_col=""`` means no timestamp
     column (file order) and ``separator=""`` the format's own separator."""
+    if stored is not None and not isinstance(stored, dict):  # a hand-edited config.yaml
+        raise ConfigError(f"the model's stored data settings: not a mapping of options, got {type(stored).__name__} {stored!r:.40}")
     values = {key: value for key, value in (stored or {}).items() if key not in ("synthetic", "path")}
     if overrides.get("format") is None and Path(path).suffix.lower() in _SUFFIX_FORMATS:
         values["format"] = "auto"
@@ -184,12 +183,8 @@ def score_log_file(
     ``training_file``: the training data's absolute path as metrics.json recorded it, protected
     like the stored (possibly relative) ``data.path``."""
     if output is not None:
-        out = check_output_path(output)
-        if out.exists():  # a log is never replaced by recommendations: the input, or the model's training data
-            training = [("the model's training data", p) for p in ((stored_data or {}).get("path"), training_file)]
-            for what, source in [("the input log", input), *training]:
-                if source and user_path(source).exists() and out.resolve() == user_path(source).resolve():
-                    raise ConfigError(f"output {output} is {what}; writing it would replace the interactions")
+        training = [("the model's training data", p) for p in ((stored_data or {}).get("path"), training_file)]
+        check_output_path(output, logs=[("the input log", input), *training])
     try:
         data = log_data_config(stored_data, input, **(reading or {}))
         result = recommend_log(recommender, input, data, k, exclude_seen, unknown, exclude, batch_size)
@@ -203,9 +198,14 @@ def score_log_file(
     return result
 
 
-def check_output_path(path: str | Path) -> Path:
-    """``path`` as a place ``write_recommendations`` can write: a known suffix in an existing,
-    writable directory."""
+def check_output_path(
+    path: str | Path, columns: Sequence[str] = OUTPUT_COLUMNS, logs: Iterable[tuple[str, Any]] = (),
+) -> Path:
+    """``path`` as a place ``write_recommendations`` can write a table of ``columns``: a known
+    suffix in an existing, writable directory, and no file there unless it is empty or an earlier
+    table of the same columns (writing it again is a repeated command; anything else, another
+    log or a run's records, is someone's data). ``logs``: (what, path) of the interaction files
+    at hand (the input log, the training data), named if ``path`` is one of them."""
     path = user_path(path)
     suffix = path.suffix.lower()
     if suffix not in OUTPUT_FORMATS:
@@ -216,20 +216,42 @@ def check_output_path(path: str | Path) -> Path:
         raise ConfigError(f"output {path}: the directory {path.parent} does not exist")
     if path.is_dir():
         raise ConfigError(f"output {path}: is a directory")
-    if path.name in RECORD_TABLES and path.is_file() and any((path.parent / name).is_file() for name in RECORD_MARKERS):
-        raise ConfigError(  # a run's history.csv, say: its learning curves would be gone
-            f"output {path}: is one of the records awrsr keeps in {path.parent}; write the recommendations "
-            "to another file"
-        )
+    if path.is_file():
+        for what, log in logs:
+            if log and user_path(log).exists() and path.resolve() == user_path(log).resolve():
+                raise ConfigError(f"output {path} is {what}; writing it would replace the interactions")
+        if path.stat().st_size > 0 and table_columns(path) != tuple(columns):
+            raise ConfigError(  # a one-letter slip would replace another log, or a run's learning curves
+                f"output {path}: the file exists and is not an earlier table of recommendations (columns "
+                f"{', '.join(columns)}); write them to another file"
+            )
     if not os.access(path.parent, os.W_OK):
         raise ConfigError(f"output {path}: the directory {path.parent} is not writable")
     return path
 
 
+def table_columns(path: Path) -> tuple[str, ...] | None:
+    """The column names of the table in ``path`` as ``write_recommendations`` writes it (by its
+    suffix), read from its header or schema alone; None if it is no such table."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            return tuple(pl.read_parquet_schema(path))
+        with path.open("rb") as file:
+            first = file.readline(1 << 16).decode("utf-8").rstrip("\r\n")
+        if suffix in (".jsonl", ".ndjson"):
+            record = json.loads(first)
+            return tuple(record) if isinstance(record, dict) else None
+        return tuple(first.split("\t" if suffix == ".tsv" else ","))
+    except (OSError, ValueError, pl.exceptions.PolarsError):  # not UTF-8, not JSON, not Parquet
+        return None
+
+
 def write_recommendations(frame: pl.DataFrame, path: str | Path) -> None:
     """Write ``frame`` as CSV, TSV, Parquet or JSON lines, by the suffix of ``path``; through a
-    temporary file beside it, so that a reader never sees half a file."""
-    path = check_output_path(path)
+    temporary file beside it, so that a reader never sees half a file. An existing file is
+    replaced only if it holds a table of the same columns (see ``check_output_path``)."""
+    path = check_output_path(path, frame.columns)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         write = frame.write_parquet

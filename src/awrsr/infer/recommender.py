@@ -271,7 +271,17 @@ def check_exclude(exclude: object) -> list:
         raise ConfigError("exclude takes a list of item ids, not a single string")
     if not isinstance(exclude, Iterable):
         raise ConfigError(f"exclude takes a list of item ids, got {type(exclude).__name__} {exclude!r:.60}")
-    return list(exclude)
+    exclude = list(exclude)
+    nested = first_nested(exclude)  # per-history lists would be looked up as ids, unknown, and skipped
+    if nested is not None:
+        raise ConfigError(f"exclude[{nested}] is a {type(exclude[nested]).__name__}, not an item id "
+                          "(exclude is one list of item ids, left out of every history's recommendations)")
+    return exclude
+
+
+def first_nested(items: Sequence) -> int | None:
+    """The position of the first element of ``items`` that is a collection, not an item id."""
+    return next((i for i, x in enumerate(items) if isinstance(x, (list, tuple, np.ndarray, AbstractSet, Mapping))), None)
 
 
 def check_k(k: object) -> None:
@@ -294,7 +304,7 @@ def as_history(history: object, name: str = "history") -> Sequence[int | str]:
             history = history.tolist()  # a tensor's elements are 0-d tensors
     elif not isinstance(history, Sequence):
         history = list(history)
-    nested = next((i for i, x in enumerate(history) if isinstance(x, (list, tuple, np.ndarray, AbstractSet, Mapping))), None)
+    nested = first_nested(history)
     if nested is not None:
         raise ConfigError(f"{name}[{nested}] is a {type(history[nested]).__name__}, not an item id "
                           "(several histories go to recommend_many)")

@@ -84,6 +84,8 @@ class TrainConfig:
             parts = self.max_time.split(":")
             if len(parts) != 4 or not all(p.isdigit() for p in parts):
                 raise FieldValueError("train.max_time", f"must look like DD:HH:MM:SS (e.g. 00:01:30:00), got {self.max_time!r}")
+            if not any(map(int, parts)):  # no epoch could finish: found only after the data is read
+                raise FieldValueError("train.max_time", f"must be longer than zero, got {self.max_time!r}")
         if self.val_every > self.max_epochs:
             raise ConfigError(
                 f"train.val_every ({self.val_every}) > train.max_epochs ({self.max_epochs}): no epoch would be validated"
