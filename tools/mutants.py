@@ -1078,6 +1078,10 @@ MUTANTS = [
            "compare refuses a --set of what every variant sets"),
     Mutant("M428", "src/awrsr/train/config.py", "            if not any(map(int, parts)):", "            if False:",
            "tests/test_config_types.py", "a zero train.max_time is refused with the config"),
+    Mutant("M429", "src/awrsr/infer/batch.py", 'stored_data.get("path") if isinstance(stored_data, dict) else None',
+           'stored_data.get("path") if True else None',
+           "tests/infer/test_batch.py::test_a_stored_data_section_that_is_no_mapping_is_named_with_or_without_output",
+           "the output check reads a stored data path only from a mapping"),
 ]
 
 

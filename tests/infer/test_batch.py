@@ -280,6 +280,17 @@ def test_cli_names_a_bad_reading_option_by_its_own_name(trained_run, log_file, c
     assert "Traceback" not in stderr
 
 
+def test_a_stored_data_section_that_is_no_mapping_is_named_with_or_without_output(trained_run, log_file, tmp_path, capsys):
+    # it crashed with an AttributeError, in the output check too
+    copy = tmp_path / "model"
+    shutil.copytree(trained_run.run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    (copy / "config.yaml").write_text(yaml.safe_dump({**config, "data": 5}))
+    for output in ([], ["--output", str(tmp_path / "recs.csv")]):
+        code, _, stderr = run_cli(capsys, "recommend", str(copy), "--input", str(log_file), *output)
+        assert code == 2 and "stored data settings: not a mapping of options, got int 5" in stderr, stderr
+
+
 def test_cli_refuses_to_write_over_its_input_log(trained_run, log_file, capsys):
     before = log_file.read_text()
     code, _, stderr = run_cli(capsys, "recommend", str(trained_run.run_dir), "--input", str(log_file), "--output", str(log_file))

@@ -217,7 +217,7 @@ def run_compare(
     base, options = variant_options(variants, key, base)
     options, references = split_references(options, base)
     check_seeds(seeds, options, extra or {})
-    dead = [key_ for key_ in (extra or {}) if all(key_ in variant for variant in options.values())]
+    dead = [option for option in (extra or {}) if all(option in variant for variant in options.values())]
     if dead:  # a variant's own value wins, so --set would be ignored by every run
         raise ConfigError(f"--set {dead[0]}: every variant sets it (their own value wins); give it in one place only")
     label = "model" if isinstance(variants, Mapping) else key

@@ -191,10 +191,11 @@ def record_problem(metrics: Any) -> str | None:
     if not isinstance(monitor, str) or monitor.removeprefix("valid ") not in metrics["valid"]:
         return f"selection.monitor {monitor!r} is not among the valid scores"
     for section in ("valid", "test"):
-        scores = metrics[section]
-        wrong = next((name for name, value in scores.items() if isinstance(value, bool) or not isinstance(value, (int, float))), None)
-        if not scores or wrong is not None:
-            return f"{section}.{wrong} is not a number" if wrong is not None else f"no {section} scores"
+        if not metrics[section]:
+            return f"no {section} scores"
+        for name, value in metrics[section].items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return f"{section}.{name} is not a number"
     return None
 
 

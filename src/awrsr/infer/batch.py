@@ -183,7 +183,8 @@ def score_log_file(
     ``training_file``: the training data's absolute path as metrics.json recorded it, protected
     like the stored (possibly relative) ``data.path``."""
     if output is not None:
-        training = [("the model's training data", p) for p in ((stored_data or {}).get("path"), training_file)]
+        stored_path = stored_data.get("path") if isinstance(stored_data, dict) else None  # else log_data_config says what is wrong
+        training = [("the model's training data", p) for p in (stored_path, training_file)]
         check_output_path(output, logs=[("the input log", input), *training])
     try:
         data = log_data_config(stored_data, input, **(reading or {}))
