@@ -347,6 +347,8 @@ def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
     """jsonargparse would print fit's whole usage (dozens of lines) above its message."""
     broken = tmp_path / "broken.yaml"
     broken.write_text("model:\n  name: sasrec\n  hidden_size: 64: 3\n")
+    unquoted = tmp_path / "unquoted.yaml"
+    unquoted.write_text("model:\n  refine: no\n")  # YAML 1.1: false, where "none" was meant
     for args, message in (
         (["fit", "--model.refin", "simp"], "unrecognized arguments: --model.refin simp (did you mean --model.refine?)"),
         (["fit", "--train.max_epochs", "abc"], "--train.max_epochs expects an integer, got 'abc'"),
@@ -355,6 +357,8 @@ def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
         (["fit", "--train.precision", "16"], "--train.precision expects one of '32-true', 'bf16-mixed', got '16'"),
         (["frob"], "argument subcommand: invalid choice: 'frob'"),
         (["fit", "--config", str(broken)], f"{broken}, line 3, column 18: not valid YAML: mapping values are not allowed here"),
+        (["fit", "--config", str(unquoted)], "--model.refine expects a string (YAML reads an unquoted no, yes, off or on as "
+                                             "false or true: quote the value), got 'False'"),
     ):
         code, out, err = run_cli(capsys, *args)
         assert code == 2 and err.startswith(f"awrsr: error: {message}") and "usage:" not in err, (args, err)

@@ -1082,6 +1082,9 @@ MUTANTS = [
            'stored_data.get("path") if True else None',
            "tests/infer/test_batch.py::test_a_stored_data_section_that_is_no_mapping_is_named_with_or_without_output",
            "the output check reads a stored data path only from a mapping"),
+    Mutant("M430", "src/awrsr/run_config.py", 'given[-1].strip() in ("True", "False"):', "given[-1].strip() in ():",
+           "tests/test_cli.py::test_option_errors_are_one_line_not_the_usage",
+           "a string option given an unquoted YAML no or yes says YAML read it as a boolean"),
 ]
 
 

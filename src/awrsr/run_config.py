@@ -88,6 +88,8 @@ def one_line_type_error(message: str) -> str:
         names = re.findall(r"<class '(\w+)'>|\b(?:typing\.)?(List|list)\[", found)
         words = list(dict.fromkeys(_TYPE_WORDS.get(a or b.lower(), a or b) for a, b in names)) or [found]
     hint = " (a list is written [a,b])" if "a list" in words else ""
+    if "a string" in words and "true or false" not in words and given[-1].strip() in ("True", "False"):
+        hint += " (YAML reads an unquoted no, yes, off or on as false or true: quote the value)"
     return f"--{key.group(1)} expects {' or '.join(words)}{hint}, got {given[-1].strip()!r}"
 
 
