@@ -88,9 +88,21 @@ def test_a_run_resumes_with_a_new_budget_and_machine_and_without_its_run_record(
     assert resumed.metrics["selection"]["epochs_trained"] == 3
 
 
-def test_a_run_stopped_by_its_time_budget_before_any_validation_is_a_clear_error(tmp_path):
-    cfg = tiny_run_config(tmp_path / "run", max_epochs=2, val_every=2, max_time="00:00:00:00")
-    with pytest.raises(AwrsrError, match=r"before any validation \(train.val_every=2, train.max_time=00:00:00:00\); no epoch can be selected"):
+def test_a_run_stopped_by_its_time_budget_before_any_validation_is_a_clear_error(tmp_path, monkeypatch):
+    import time
+
+    from awrsr.train.module import SequentialRecommenderModule
+
+    original = SequentialRecommenderModule.training_step
+
+    def slow_first_step(self, batch, batch_idx):  # the first epoch outlasts the one-second budget
+        if self.current_epoch == 0 and batch_idx == 0:
+            time.sleep(1.2)
+        return original(self, batch, batch_idx)
+
+    monkeypatch.setattr(SequentialRecommenderModule, "training_step", slow_first_step)
+    cfg = tiny_run_config(tmp_path / "run", max_epochs=2, val_every=2, max_time="00:00:00:01")
+    with pytest.raises(AwrsrError, match=r"before any validation \(train.val_every=2, train.max_time=00:00:00:01\); no epoch can be selected"):
         fit(**cfg, console=QUIET)
 
 
