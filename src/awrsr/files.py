@@ -46,6 +46,15 @@ def read_text(path: str | Path, error: type[AwrsrError] = ConfigError) -> str:
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
 
+def starts_with(path: str | Path, prefix: bytes) -> bool:
+    """Whether the file at ``path`` begins with ``prefix`` (False if it cannot be read)."""
+    try:
+        with Path(path).open("rb") as handle:
+            return handle.read(len(prefix)) == prefix
+    except OSError:
+        return False
+
+
 def output_directory(path: str | Path, option: str = "output_dir", needs: str = "a directory") -> Path:
     """``path`` as a directory to write into (``user_path``); a ConfigError naming ``option`` if
     it, or the nearest existing path above it, is a file (mkdir would fail later with "Not a

@@ -11,7 +11,7 @@ from awrsr.data.config import DataConfig
 from awrsr.data.tabular import is_frame, read_frame, read_table_file
 from awrsr.data.text_formats import read_movielens, read_whitespace
 from awrsr.errors import ConfigError, DataError
-from awrsr.files import user_path
+from awrsr.files import starts_with, user_path
 
 _BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv"}
 
@@ -46,8 +46,7 @@ def _compression(path: Path) -> str | None:
 
 
 def _is_parquet(path: Path) -> bool:
-    with path.open("rb") as handle:
-        return handle.read(4) == b"PAR1"
+    return starts_with(path, b"PAR1")
 
 
 def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFrame:

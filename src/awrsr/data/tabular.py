@@ -191,12 +191,11 @@ def _check_no_header_line(frame: pl.DataFrame, ids: list[str], lines: TextLines)
         return  # a number, or a repeated field: data, as column names never are
     for name in ids:
         column = _stripped(frame.get_column(name))
-        first, rest = column[:1], column[1:]
-        if (first[0] is not None and rest.null_count() < len(rest)
-                and _canonical_ints(rest).dtype == pl.Int64):
+        first, rest = column[0], column[1:]
+        if first is not None and rest.null_count() < len(rest) and _canonical_ints(rest).dtype == pl.Int64:
             raise DataError(
                 f"{lines.path}:{lines.line_of(0)}: {shorten(_first_line(lines) or '')!r} looks like a header line "
-                f"({name} is {first[0]!r} here and a whole number on every other line), but data.has_header is "
+                f"({name} is {first!r} here and a whole number on every other line), but data.has_header is "
                 "false; set data.has_header to true and name the columns, or remove the line"
             )
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
-from awrsr.files import read_text
+from awrsr.files import read_text, starts_with
 from awrsr.strict_yaml import check_unique_keys
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, is_seed_run, runs_inside
 from awrsr.run_config import config_differences, load_fit_config
@@ -94,7 +94,7 @@ COLLECTION_TABLES = {
     "tune": ("trials.csv", "best.yaml"),
     "comparison": ("runs.csv", "table.csv", "table.md", "by_length.csv", "by_length.md"),
 }
-MARKER_HEADERS = {"tune": "trial,", "comparison": "variant,seed,"}
+MARKER_HEADERS = {"tune": b"trial,", "comparison": b"variant,seed,"}
 
 
 def check_collection_directory(output_dir: Path, kind: str) -> None:
@@ -129,15 +129,6 @@ def check_collection_directory(output_dir: Path, kind: str) -> None:
         )
 
 
-def starts_with(path: Path, text: str) -> bool:
-    """Whether the file ``path`` exists and begins with ``text``."""
-    try:
-        with path.open("rb") as file:
-            return file.read(len(text.encode())) == text.encode()
-    except OSError:
-        return False
-
-
 def finished_run(
     config: str, options: dict[str, Any], run_dir: Path, fingerprints: Callable[[Any], str | None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -156,7 +147,7 @@ def finished_run(
     problem = record_problem(metrics)
     if problem is not None:  # edited by hand, or not awrsr's: the reports would fail on it deep inside
         raise ArtifactError(f"{metrics_file}: not a finished run's record ({problem}); delete that run to train it again")
-    trained_on = ((metrics.get("dataset") if isinstance(metrics, dict) else None) or {}).get("sha256")
+    trained_on = (metrics.get("dataset") or {}).get("sha256")
     now = fingerprints(resolved["data"]) if fingerprints is not None and trained_on is not None else None
     if now is not None and trained_on != now:
         raise ArtifactError(

@@ -90,15 +90,13 @@ def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str,
     for key in space:
         if key in extra:
             raise ConfigError(f"--set {key}: the search space sets it too; give it in one place only")
-        if key in RANKING_KEYS:  # trials are ranked by their validation scores: one metric, one protocol
+        # Trials are ranked by their validation scores: one metric, one protocol, and one dataset
+        # (another file, filter or synthetic set has other users and targets to score).
+        if key in RANKING_KEYS or key.startswith("data."):
+            alike = "on the same data" if key.startswith("data.") else "alike"
             raise ConfigError(
                 f"search space {key}: trials are ranked against each other by validation {RANKING_KEYS[0]}, "
-                f"so every trial must be scored alike; set {key} in the base config or with --set"
-            )
-        if key.startswith("data."):  # another file, filter or synthetic set: other users and targets to score
-            raise ConfigError(
-                f"search space {key}: trials are ranked against each other by validation {RANKING_KEYS[0]}, "
-                f"so every trial must be scored on the same data; set {key} in the base config or with --set"
+                f"so every trial must be scored {alike}; set {key} in the base config or with --set"
             )
     from awrsr.models import build_model
     from awrsr.run_config import load_fit_config
