@@ -1085,6 +1085,15 @@ MUTANTS = [
     Mutant("M430", "src/awrsr/run_config.py", 'given[-1].strip() in ("True", "False"):', "given[-1].strip() in ():",
            "tests/test_cli.py::test_option_errors_are_one_line_not_the_usage",
            "a string option given an unquoted YAML no or yes says YAML read it as a boolean"),
+    Mutant("M431", "src/awrsr/experiments/compare.py", "if len(os.fsencode(name)) > _NAME_MAX:", "if False:",
+           "tests/experiments/test_compare_statistics.py::test_seeds_are_numpys_range_and_names_are_directory_names",
+           "a variant name too long for a directory is refused before any run trains"),
+    Mutant("M432", "src/awrsr/experiments/compare.py", "len(os.fsencode(name)) > _NAME_MAX", "len(name) > _NAME_MAX",
+           "tests/experiments/test_compare_statistics.py::test_seeds_are_numpys_range_and_names_are_directory_names",
+           "a name's length is counted in bytes, as the file system counts it"),
+    Mutant("M433", "src/awrsr/experiments/compare.py", "for other in names[:i]", "for other in names[:0]",
+           "tests/experiments/test_experiments.py::test_compare_refuses_a_variant_that_differs_only_in_options_no_model_reads",
+           "two variants alike, neither the other's reference, are refused too"),
 ]
 
 

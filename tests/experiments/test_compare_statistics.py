@@ -216,7 +216,10 @@ def test_seeds_are_numpys_range_and_names_are_directory_names():
     for name in (".", "..", "", "a/b"):
         with pytest.raises(ConfigError, match="cannot be a directory name"):
             check_variant_names([name])
-    check_variant_names(["...", ".5", "1e-05"])
+    check_variant_names(["...", ".5", "1e-05", "x" * 255])
+    for name in ("x" * 256, "é" * 128):  # bytes, not characters, are what a file system counts
+        with pytest.raises(ConfigError, match="is 256 bytes; a directory name under output_dir holds at most 255"):
+            check_variant_names([name])
     assert [value_name(v) for v in (None, True, False, 0.1, "simp")] == ["null", "true", "false", "0.1", "simp"]
 
 

@@ -143,6 +143,12 @@ def test_compare_refuses_a_variant_that_differs_only_in_options_no_model_reads(t
         run_compare(str(base), [0.1], [1], tmp_path / "c", key="train.lr", base="0.10", console=QUIET)
     with pytest.raises(ConfigError, match="only in model.refine_per_head"):
         run_compare(str(base), {"plain": {}, "per-head": {"model.refine_per_head": True}}, [1], tmp_path / "c", console=QUIET)
+    # two variants alike, neither the other's reference: one model trained twice, +0% between them
+    with pytest.raises(ConfigError, match="variant '0.010' is the same configuration as '0.01'"):
+        run_compare(str(base), ["0.01", "0.010"], [1], tmp_path / "c", key="train.lr", base="0.1", console=QUIET)
+    alike = {"plain": {}, "a": {"train.lr": 0.01, "model.mask_prob": 0.3}, "b": {"train.lr": 0.01, "model.mask_prob": 0.5}}
+    with pytest.raises(ConfigError, match="variant 'b' differs from 'a' only in model.mask_prob, which neither model reads"):
+        run_compare(str(base), alike, [1], tmp_path / "c", console=QUIET)
     assert not (tmp_path / "c").exists()
     # where a model reads it, the same option is a real variant (BERT4Rec's mask probability)
     from awrsr.experiments.compare import check_variant, check_variants_differ

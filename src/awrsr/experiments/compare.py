@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import os
 import re
 import tempfile
 from collections import Counter
@@ -88,12 +89,19 @@ def value_name(value: Any) -> str:
 
 # A variant's name is its directory under output_dir: one plain path component.
 _UNSAFE_NAME = re.compile(r"[/\\\x00]|^\.\.?$|^$")
+_NAME_MAX = 255  # bytes in one path component (ext4, XFS, APFS)
 
 
 def check_variant_names(names: Sequence[str]) -> None:
     """Each name becomes ``output_dir/<name>``: a name with a path separator (a file path given as
-    a value of ``key``, say) would write outside it or nest runs, so it is refused."""
+    a value of ``key``, say) would write outside it or nest runs, so it is refused; so is one
+    longer than a directory name may be."""
     for name in names:
+        if len(os.fsencode(name)) > _NAME_MAX:  # found by mkdir only after the runs before it trained
+            raise ConfigError(
+                f"variant name {name[:40]!r}... is {len(os.fsencode(name))} bytes; a directory name under output_dir "
+                f"holds at most {_NAME_MAX}; shorten it, or name the variant in a variants file"
+            )
         if _UNSAFE_NAME.search(name):
             raise ConfigError(
                 f"variant name {name!r} cannot be a directory name under output_dir (no '/', '\\', '.' or '..'); "
@@ -167,23 +175,29 @@ def check_variant(config: str, options: dict[str, Any], name: str) -> dict[str, 
 
 
 def check_variants_differ(resolved: Mapping[str, Mapping[str, Any]], references: Mapping[str, str]) -> None:
-    """A ConfigError for a variant that differs from its reference only in options neither run
-    reads (``model.mask_prob`` on SASRec, say): it would train the same model and report +0%."""
+    """A ConfigError for two variants that differ only in options neither run reads
+    (``model.mask_prob`` on SASRec, say), or not at all (``0.01`` and ``0.010``): they would train
+    the same model twice and, against each other, report +0%. Every pair is checked, a variant
+    against its reference first."""
     from awrsr.run_config import changed_fields, inert_options
 
     sections = ("data", "model", "train", "evaluation")
-    for name, reference in references.items():
-        if name == reference:
-            continue
-        mine, theirs = resolved[name], resolved[reference]
+    names = list(resolved)
+    pairs = [(name, reference) for name, reference in references.items() if name != reference]
+    pairs += [
+        (name, other) for i, name in enumerate(names) for other in names[:i]
+        if (name, other) not in pairs and (other, name) not in pairs
+    ]
+    for name, other in pairs:
+        mine, theirs = resolved[name], resolved[other]
         stored = {section: asdict(theirs[section]) for section in sections}
         changed = [key for key in changed_fields(stored, {s: mine[s] for s in sections}) if key != "train.seed"]
         inert = set(inert_options(mine["model"], mine["train"])) | set(inert_options(theirs["model"], theirs["train"]))
         if not changed:  # --base 0.10 with --variants [0.1], say
-            raise ConfigError(f"variant {name!r} is the same configuration as {reference!r}")
+            raise ConfigError(f"variant {name!r} is the same configuration as {other!r}")
         if all(c in inert for c in changed):
             raise ConfigError(
-                f"variant {name!r} differs from {reference!r} only in {', '.join(changed)}, which neither model reads; "
+                f"variant {name!r} differs from {other!r} only in {', '.join(changed)}, which neither model reads; "
                 "it would train the same model"
             )
 
