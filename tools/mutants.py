@@ -1094,6 +1094,21 @@ MUTANTS = [
     Mutant("M433", "src/awrsr/experiments/compare.py", "for other in names[:i]", "for other in names[:0]",
            "tests/experiments/test_experiments.py::test_compare_refuses_a_variant_that_differs_only_in_options_no_model_reads",
            "two variants alike, neither the other's reference, are refused too"),
+    Mutant("M434", "src/awrsr/experiments/figures.py", 'if "attention" in kinds and not missing_artifact_files(seeds[0])',
+           "if not missing_artifact_files(seeds[0])", "tests/experiments/test_figures.py::test_frame_run_needs_its_data_for_evaluate_and_plot",
+           "plot --figures [curves] loads no data (no attention case)"),
+    Mutant("M435", "src/awrsr/experiments/figures.py", "unknown = [kind for kind in figures if kind not in FIGURE_KINDS]",
+           "unknown = []", "tests/experiments/test_figures.py::test_plot_draws_only_the_figures_asked_for_and_names_a_wrong_kind",
+           "an unknown kind of figure is named, not ignored"),
+    Mutant("M436", "src/awrsr/experiments/figures.py", "if figures is not None and not (cases", "if False and not (cases",
+           "tests/experiments/test_figures.py::test_plot_draws_only_the_figures_asked_for_and_names_a_wrong_kind",
+           "figures asked for that the directory cannot give are an error, not an empty folder"),
+    Mutant("M437", "src/awrsr/experiments/figures.py", 'if kind != "curves" and figures is not None]', 'if kind != "curves"]',
+           "tests/experiments/test_figures.py::test_a_tunes_figures_are_its_trials_learning_curves",
+           "a tune's default figures (all kinds, unasked) are its curves, not a refusal"),
+    Mutant("M438", "src/awrsr/experiments/figures.py", 'for kind in kinds if kind != "curves"', 'for kind in () if kind != "curves"',
+           "tests/experiments/test_figures.py::test_a_tunes_figures_are_its_trials_learning_curves",
+           "a tune refuses figures asked for other than its curves"),
 ]
 
 

@@ -378,7 +378,7 @@ def compare(
 
 def plot(
     directory: str, output_dir: Optional[str] = None, user: Optional[int] = None, data_path: Optional[str] = None,
-    user_id: Optional[str] = None, num_threads: Optional[int] = None,
+    user_id: Optional[str] = None, figures: Optional[list[str]] = None, num_threads: Optional[int] = None,
 ) -> None:
     """Draw the paper's figures from a run directory or a compare directory.
 
@@ -397,13 +397,16 @@ def plot(
         data_path: the data file, if it moved since training or the run was trained from a data
             frame (it must be the same data).
         user_id: the attention heatmap's user by original user id instead (one with 3+ interactions).
+        figures: draw only these kinds, of curves (validation NDCG@5 and gradient norm per epoch),
+            ndcg_at_n, attention, by_length (a comparison's NDCG@10 by history length); default
+            all the directory holds. [curves] needs no data, e.g. for a run whose data is elsewhere.
         num_threads: CPU threads for torch (default: torch's, every core), e.g. 1 beside other jobs.
     """
     from awrsr.experiments.figures import draw_figures
 
     _set_num_threads(num_threads)
 
-    for path in draw_figures(directory, output_dir, user, data_path=data_path, user_id=user_id):
+    for path in draw_figures(directory, output_dir, user, data_path=data_path, user_id=user_id, figures=figures):
         print(path)
 
 

@@ -487,7 +487,8 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         # its stored config has no path, and the synthetic data it would fall back to is not the data
         raise ConfigError(
             f"{artifact.directory}: this run was trained from a data frame; "
-            "pass --data_path (or, from Python, evaluate(..., frame=...))"
+            "pass --data_path (or, from Python, evaluate(..., frame=...)); "
+            "plot --figures [curves] draws the learning curves without it"
         )
     if data_path is not None:
         data_config.path = data_path
@@ -506,7 +507,8 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
             where += f", nor at {recorded}, where fit read it"
         raise DataError(
             f"{artifact.directory}: its training data {data_config.path} is not there{where}; "
-            "if the data moved, give its new path (awrsr evaluate/plot --data_path)"
+            "if the data moved, give its new path (awrsr evaluate/plot --data_path); "
+            "plot --figures [curves] draws the learning curves without it"
         )
     first_error: AwrsrError | None = None
     for candidate in candidates:

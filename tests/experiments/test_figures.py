@@ -199,7 +199,14 @@ def test_frame_run_needs_its_data_for_evaluate_and_plot(frame_run, tmp_path, cap
     assert code == 2 and FRAME_MESSAGE in " ".join(err.split()), err
     code, _, err = run_cli(capsys, "plot", str(run_dir), "--output_dir", str(tmp_path / "none"))
     assert code == 2 and FRAME_MESSAGE in " ".join(err.split()), err
+    assert "plot --figures [curves] draws the learning curves without it" in " ".join(err.split()), err
     assert not (tmp_path / "none").exists()
+    # the learning curves alone need no data; attention and NDCG@N, asked for alone, need it still
+    code, out, err = run_cli(capsys, "plot", str(run_dir), "--figures", "[curves]", "--output_dir", str(tmp_path / "curves"))
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "curves").iterdir()) == ["grad_norm.png", "valid_ndcg5.png"]
+    code, _, err = run_cli(capsys, "plot", str(run_dir), "--figures", "[attention]", "--output_dir", str(tmp_path / "att"))
+    assert code == 2 and FRAME_MESSAGE in " ".join(err.split()) and not (tmp_path / "att").exists(), err
     # other data is refused by fingerprint, as evaluate refuses it
     other = tmp_path / "other.csv"
     interactions(100).write_csv(other)
@@ -588,6 +595,29 @@ def test_a_tunes_figures_are_its_trials_learning_curves(tmp_path, monkeypatch, c
     assert valid.get_legend().get_window_extent().x0 > valid.get_window_extent().x1
     code, _, err = run_cli(capsys, "plot", str(tune), "--user_id", "7")
     assert code == 2 and "a tune's output" in err and "--user_id" in err and "trial-aaa" in err, err
+    assert [f.name for f in figures.draw_figures(tune, tmp_path / "curves", figures=["curves"])] == ["valid_ndcg5.png", "grad_norm.png"]
+    with pytest.raises(ConfigError, match="a tune's output: .* where --figures attention has no use"):
+        figures.draw_figures(tune, tmp_path / "att", figures=["curves", "attention"])
+    assert not (tmp_path / "att").exists()
+
+
+def test_plot_draws_only_the_figures_asked_for_and_names_a_wrong_kind(trained_run, tmp_path, capsys):
+    from awrsr.experiments import figures
+
+    trained_run = trained_run.run_dir
+
+    assert [f.name for f in figures.draw_figures(trained_run, tmp_path / "a", figures=["attention", "ndcg_at_n"])] == [
+        "ndcg_at_n.png", f"attention_{trained_run.name}.png"]
+    assert [f.name for f in figures.draw_figures(trained_run, tmp_path / "b", figures=["curves"])] == ["valid_ndcg5.png", "grad_norm.png"]
+    with pytest.raises(ArtifactError, match=r"none of the figures asked for \(by_length\) can be drawn from it"):
+        figures.draw_figures(trained_run, tmp_path / "c", figures=["by_length"])  # a comparison's figure
+    assert not (tmp_path / "c").exists()
+    for wrong, message in ((["heatmap"], "unknown kind 'heatmap'; choose from curves, ndcg_at_n, attention, by_length"),
+                           ("curves", "a list of one or more of"), ([], "a list of one or more of")):
+        with pytest.raises(ConfigError, match=message):
+            figures.draw_figures(trained_run, tmp_path / "d", figures=wrong)
+    code, _, err = run_cli(capsys, "plot", str(trained_run), "--figures", "[heatmap]", "--output_dir", str(tmp_path / "e"))
+    assert code == 2 and "unknown kind 'heatmap'" in err and not (tmp_path / "e").exists(), err
 
 
 def test_bars_by_length_show_each_variants_mean_and_std(tmp_path, monkeypatch):

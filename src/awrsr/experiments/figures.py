@@ -382,9 +382,26 @@ def plot_attention(case: AttentionCase, out: Path) -> Path:
     return out
 
 
+# The kinds of figure `plot --figures` chooses from; only attention and NDCG@N (for a run without
+# stored test ranks) need the run's data, so `[curves]` draws from a run whose data is elsewhere.
+FIGURE_KINDS = ("curves", "ndcg_at_n", "attention", "by_length")
+
+
+def chosen_figures(figures: Sequence[str] | None) -> tuple[str, ...]:
+    """``figures`` checked against ``FIGURE_KINDS`` (None: all of them)."""
+    if figures is None:
+        return FIGURE_KINDS
+    if isinstance(figures, (str, bytes)) or not figures:
+        raise ConfigError(f"figures: a list of one or more of {', '.join(FIGURE_KINDS)}, e.g. [curves], got {figures!r}")
+    unknown = [kind for kind in figures if kind not in FIGURE_KINDS]
+    if unknown:
+        raise ConfigError(f"figures: unknown kind {unknown[0]!r}; choose from {', '.join(FIGURE_KINDS)}")
+    return tuple(dict.fromkeys(figures))
+
+
 def draw_figures(
     directory: str | Path, output_dir: str | Path | None = None, user: int | None = None,
-    data_path: str | None = None, user_id: str | None = None,
+    data_path: str | None = None, user_id: str | None = None, figures: Sequence[str] | None = None,
 ) -> list[Path]:
     """All figures for a run directory, or for a ``compare`` directory (variant/seed-*/ runs, in
     the comparison's order, base first): every finished seed of each variant in the curves and
@@ -394,9 +411,11 @@ def draw_figures(
 
     ``user`` is a 0-based index into each run's test users, ``user_id`` an original user id (give
     at most one); ``data_path`` replaces the stored data
-    path (needed for a run trained from a data frame). Everything is checked before any file or
-    directory is written.
+    path (needed for a run trained from a data frame). ``figures`` draws only those kinds
+    (``FIGURE_KINDS``; default all that the directory holds). Everything is checked before any
+    file or directory is written.
     """
+    kinds = chosen_figures(figures)
     if user is not None and user_id is not None:
         raise ConfigError("give --user (a test-user index) or --user_id (an original user id), not both")
     directory = user_path(directory)
@@ -404,6 +423,7 @@ def draw_figures(
     trials = tune_trials(directory)
     if trials:  # a tune selects on validation: its trials' validation curves, never test metrics per trial
         given = [option for option, value in (("--user", user), ("--user_id", user_id), ("--data_path", data_path)) if value is not None]
+        given += [f"--figures {kind}" for kind in kinds if kind != "curves" and figures is not None]
         if given:
             raise ConfigError(
                 f"{directory} is a tune's output: its figures are the trials' learning curves, where {' and '.join(given)} "
@@ -424,7 +444,7 @@ def draw_figures(
         label: attention_case(
             seeds[0], user, data_path=data_path, seed_label=None if single else seeds[0].name, user_id=user_id,
         )
-        for label, seeds in runs.items() if not missing_artifact_files(seeds[0])
+        for label, seeds in runs.items() if "attention" in kinds and not missing_artifact_files(seeds[0])
     }
     # NDCG@N needs each seed's test ranks: stored, or computed again from its model; a seed with
     # neither (records copied without them) is left out, and the legend counts the seeds drawn
@@ -432,15 +452,19 @@ def draw_figures(
 
     ranked = {
         label: kept for label, seeds in runs.items()
-        if (kept := [s for s in seeds if (s / TEST_RANKS_FILE).is_file() or not missing_artifact_files(s)])
+        if "ndcg_at_n" in kinds
+        and (kept := [s for s in seeds if (s / TEST_RANKS_FILE).is_file() or not missing_artifact_files(s)])
     }
+    by_length = not single and "by_length" in kinds and (directory / "by_length.csv").is_file()  # a comparison's table
+    if figures is not None and not (cases or ranked or by_length or "curves" in kinds):
+        raise ArtifactError(f"{directory}: none of the figures asked for ({', '.join(kinds)}) can be drawn from it")
     out.mkdir(parents=True, exist_ok=True)
     styles = variant_styles([*runs, *so_far])  # a variant looks the same in every figure
     files = [
-        *learning_curves(runs, out, styles, so_far),
+        *(learning_curves(runs, out, styles, so_far) if "curves" in kinds else []),
         plot_ndcg_at_n(ranked, out / "ndcg_at_n.png", data_path=data_path, styles=styles) if ranked else None,
     ]
-    if not single and (directory / "by_length.csv").is_file():  # a comparison's table
+    if by_length:
         files.append(plot_by_length(directory / "by_length.csv", out / "ndcg_by_length.png", styles))
     for name, case in cases.items():
         files.append(plot_attention(case, out / f"attention_{name}.png"))
