@@ -1109,6 +1109,13 @@ MUTANTS = [
     Mutant("M438", "src/awrsr/experiments/figures.py", 'for kind in kinds if kind != "curves"', 'for kind in () if kind != "curves"',
            "tests/experiments/test_figures.py::test_a_tunes_figures_are_its_trials_learning_curves",
            "a tune refuses figures asked for other than its curves"),
+    Mutant("M439", "src/awrsr/data/readers.py", "if head.startswith(_OLE2) or head.startswith(_MAGIC_ZIP) and (",
+           "if head.startswith(_MAGIC_ZIP) and (", "tests/data/test_data_tabular.py::test_a_spreadsheet_workbook_says_so_not_zip",
+           "an Excel 97-2003 workbook is named as a workbook, not read as text"),
+    Mutant("M440", "src/awrsr/data/readers.py", "path.suffix.lower() in _WORKBOOK_SUFFIXES or any(", "False or any(", "tests/data/test_data_tabular.py::test_a_spreadsheet_workbook_says_so_not_zip",
+           "an .xlsx is a workbook by its name"),
+    Mutant("M441", "src/awrsr/data/readers.py", "or any(entry in head for entry in _WORKBOOK_ENTRIES)", "or False", "tests/data/test_data_tabular.py::test_a_spreadsheet_workbook_says_so_not_zip",
+           "a renamed workbook is known by its entries"),
 ]
 
 

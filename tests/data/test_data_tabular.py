@@ -147,6 +147,36 @@ def test_a_compressed_file_says_so(tmp_path, kind):
         read_interactions(path, DataConfig())
 
 
+def test_a_spreadsheet_workbook_says_so_not_zip(tmp_path):
+    """An .xlsx or .ods is a zip archive, but unzipping it gives XML, not the table: the error says
+    to save the sheet as CSV. Known by its name, or (renamed) by its entries; an Excel 97-2003
+    workbook by its OLE2 header. A zip of a CSV stays "zip-compressed"."""
+    import io
+    import zipfile
+
+    def zipped(*entries: str) -> bytes:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for entry in entries:
+                archive.writestr(entry, "<xml/>")
+        return buffer.getvalue()
+
+    files = {
+        "events.xlsx": zipped("[Content_Types].xml", "_rels/.rels"),  # by its name
+        "events.csv": zipped("xl/workbook.xml"),  # renamed: by its entries
+        "sheet.ods": zipped("mimetype"),
+        "renamed.dat": zipped("mimetype").replace(b"<xml/>", b"application/vnd.oasis.opendocument.spreadsheet", 1),
+        "old.xls": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504),
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(DataError, match=f"{name}: is a spreadsheet workbook \\(Excel or OpenDocument\\); save the sheet as CSV"):
+            read_interactions(tmp_path / name, DataConfig())
+    (tmp_path / "plain.zip").write_bytes(zipped("events.csv"))
+    with pytest.raises(DataError, match="plain.zip: is zip-compressed"):
+        read_interactions(tmp_path / "plain.zip", DataConfig())
+
+
 def test_a_parquet_file_is_known_by_its_first_bytes(tmp_path):
     # without its suffix it was read as text: "not valid UTF-8 text ... save the file as UTF-8"
     frame = pl.DataFrame({"user_id": [1, 1, 2], "item_id": [5, 6, 5]})

@@ -36,12 +36,25 @@ def detect_format(path: Path) -> str:
 
 
 # The first bytes of the compressed files users most often hand over.
-_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
+_MAGIC_ZIP = b"PK\x03\x04"
+_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd", _MAGIC_ZIP: "zip"}
+
+
+# Spreadsheet workbooks: Excel 97-2003 (an OLE2 file), or a zip archive that is an Excel or
+# OpenDocument workbook by its name or by the entry names near its start.
+_OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods")
+_WORKBOOK_ENTRIES = (b"xl/", b"opendocument.spreadsheet")
 
 
 def _compression(path: Path) -> str | None:
+    """What packs the file, as the error names it: a workbook, or a compression format."""
     with path.open("rb") as handle:
-        head = handle.read(8)
+        head = handle.read(512)
+    if head.startswith(_OLE2) or head.startswith(_MAGIC_ZIP) and (
+        path.suffix.lower() in _WORKBOOK_SUFFIXES or any(entry in head for entry in _WORKBOOK_ENTRIES)
+    ):
+        return "workbook"
     return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
 
 
@@ -72,6 +85,8 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
     if not path.is_file():  # its first bytes, read to detect the format, would be gone for the reader
         raise DataError(f"{source}: is not a regular file (a pipe or a device can be read only once); save the data to a file first")
     compressed = _compression(path)
+    if compressed == "workbook":  # a zip to look at, but unzipped it is XML, not a table
+        raise DataError(f"{source}: is a spreadsheet workbook (Excel or OpenDocument); save the sheet as CSV (or Parquet)")
     if compressed:  # else read as text, it fails on "invalid UTF-8" or worse
         raise DataError(f"{source}: is {compressed}-compressed; decompress it first (or save the data as Parquet)")
     fmt = detect_format(path) if config.format == "auto" else config.format
