@@ -1116,6 +1116,10 @@ MUTANTS = [
            "an .xlsx is a workbook by its name"),
     Mutant("M441", "src/awrsr/data/readers.py", "or any(entry in head for entry in _WORKBOOK_ENTRIES)", "or False", "tests/data/test_data_tabular.py::test_a_spreadsheet_workbook_says_so_not_zip",
            "a renamed workbook is known by its entries"),
+    Mutant("M442", "src/awrsr/data/tabular.py", "if zoned.any() and not zoned.all():", "if False:", "tests/data/test_data_tabular.py::test_times_with_and_without_a_zone_are_refused_by_name_and_offsets_are_compared_in_utc",
+           "times with and without a zone are named as such, not as 'not a date/time'"),
+    Mutant("M443", "src/awrsr/data/tabular.py", "(zoned if zoned.sum() < zoned.len() / 2 else ~zoned)", "zoned", "tests/data/test_data_tabular.py::test_times_with_and_without_a_zone_are_refused_by_name_and_offsets_are_compared_in_utc",
+           "the message quotes the first of the fewer kind, the misfit"),
 ]
 
 

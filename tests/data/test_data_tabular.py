@@ -207,6 +207,21 @@ def test_dates_and_date_strings_order_events(tmp_path):
         read_interactions(path, config)
 
 
+def test_times_with_and_without_a_zone_are_refused_by_name_and_offsets_are_compared_in_utc(tmp_path):
+    path = tmp_path / "events.csv"
+    config = DataConfig(path=str(path), time_col="ts", min_user_interactions=0, min_item_interactions=0)
+    path.write_text("user_id,item_id,ts\nu0,a,2024-01-05T10:30:00\nu0,b,2024-01-05T10:00:00Z\nu0,c,2024-01-05T11:00:00\n")
+    with pytest.raises(DataError, match=r"events.csv:3: column 'ts' \(data.time_col\) holds '2024-01-05T10:00:00Z', with a "
+                                        r"time zone, where others are without one \('2024-01-05T10:30:00'\)"):
+        read_interactions(path, config)
+    path.write_text("user_id,item_id,ts\nu0,a,2024-01-05T10:30:00+01:00\nu0,b,2024-01-05 09:00\nu0,c,2024-01-05T11:00Z\n")
+    with pytest.raises(DataError, match=r"events.csv:3: .*'2024-01-05 09:00', without a time zone, .*give every time its zone, or none"):
+        read_interactions(path, config)
+    # offsets are compared in UTC (10:30+01:00 is 09:30Z, before 09:45Z)
+    path.write_text("user_id,item_id,ts\nu0,a,2024-01-05T10:30:00+01:00\nu0,b,2024-01-05T09:45:00Z\nu0,c,2024-01-05T09:00:00-01:00\n")
+    assert sequences(load_sequence_data(config)) == [["a", "b", "c"]]
+
+
 @pytest.mark.parametrize("dates", [("05/01/2024", "04/02/2024", "03/03/2024"), ("05-01-2024", "04-02-2024", "03-03-2024"),
                                    ("05.01.2024", "04.02.2024", "03.03.2024"), ("12/25/2023", "05/01/2024", "06/01/2024")])
 def test_dates_that_are_not_year_first_are_refused_as_ambiguous(tmp_path, dates):

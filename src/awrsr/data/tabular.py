@@ -579,6 +579,7 @@ def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series
 # so a US log whose days are all <= 12 would train on a silently wrong order.
 _ISO_DATE = r"^\d{4}-\d{2}-\d{2}"
 _OTHER_DATE = r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}"
+_ZONE = r"\d:\d{2}(?::\d{2})?(?:\.\d+)?\s?(?:Z|[+-]\d{2}(?::?\d{2})?)$"  # a time with its offset: 10:30Z, 10:30:00+01:00
 
 
 def _time_strings(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series:
@@ -589,6 +590,15 @@ def _time_strings(series: pl.Series, source: str, lines: TextLines | None) -> pl
             return series.str.to_datetime(strict=True)
         except pl.exceptions.PolarsError:
             pass
+        zoned = series.str.contains(_ZONE).fill_null(False)
+        if zoned.any() and not zoned.all():  # 10:30 local, against 10:30Z: which came first cannot be told
+            bad = int((zoned if zoned.sum() < zoned.len() / 2 else ~zoned).arg_max())  # the first of the fewer
+            other = series[int((zoned != zoned[bad]).arg_max())]
+            raise DataError(
+                f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) holds {series[bad]!r}, "
+                f"{'with' if zoned[bad] else 'without'} a time zone, where others are {'without' if zoned[bad] else 'with'} "
+                f"one ({other!r}): which came first cannot be told; give every time its zone, or none"
+            )
     numbers = series.cast(pl.Float64, strict=False)
     is_number = numbers.is_finite().fill_null(False)
     if is_number.all():
