@@ -218,6 +218,19 @@ def test_missing_data_file(tmp_path, capsys):
 def test_unknown_item_in_recommend(trained_run, capsys):
     code, _, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,424242")
     assert code == 2 and "424242" in err
+    # a negative id first is the option's value, not an option argparse does not know
+    code, _, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "-7,2")
+    assert code == 2 and "unknown item id(s): '-7'" in err, err
+    code, out, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,2", "--exclude", "-7,-8", "--k", "3")
+    assert code == 0 and "top 3" in out, err
+
+
+def test_values_that_begin_with_a_dash_and_a_digit_are_attached_to_their_option():
+    from awrsr.cli import attach_dash_values
+
+    assert attach_dash_values(["recommend", "r", "--history", "-1,2", "--k", "3"]) == ["recommend", "r", "--history=-1,2", "--k", "3"]
+    assert attach_dash_values(["--k=3", "-1,2"]) == ["--k=3", "-1,2"]  # the option has its value already
+    assert attach_dash_values(["-1,2", "--history", "-x"]) == ["-1,2", "--history", "-x"]  # not a digit: an option
 
 
 def test_incomplete_artifact_directory(tmp_path, capsys):

@@ -1120,6 +1120,8 @@ MUTANTS = [
            "times with and without a zone are named as such, not as 'not a date/time'"),
     Mutant("M443", "src/awrsr/data/tabular.py", "(zoned if zoned.sum() < zoned.len() / 2 else ~zoned)", "zoned", "tests/data/test_data_tabular.py::test_times_with_and_without_a_zone_are_refused_by_name_and_offsets_are_compared_in_utc",
            "the message quotes the first of the fewer kind, the misfit"),
+    Mutant("M444", "src/awrsr/cli.py", "if out and _DASH_DIGIT.match(arg) and", "if False and _DASH_DIGIT.match(arg) and",
+           "tests/test_cli.py::test_unknown_item_in_recommend", "--history -1,2 is the option's value, not an unknown option"),
 ]
 
 

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
 from typing import List, Literal, Optional, Union
 
@@ -440,6 +441,23 @@ def stats_reads_data_section(args: list[str]) -> list[str]:
     return out
 
 
+# "-1,2" after an option: argparse takes it for an option (only "-1" and "-1.5" pass as numbers)
+# and says "expected one argument"; no awrsr option begins with a dash and a digit.
+_DASH_DIGIT = re.compile(r"^-\d")
+
+
+def attach_dash_values(args: list[str]) -> list[str]:
+    """``--history -1,2`` as ``--history=-1,2``: a value that begins with a dash and a digit
+    (negative ids), attached to the option before it."""
+    out: list[str] = []
+    for arg in args:
+        if out and _DASH_DIGIT.match(arg) and out[-1].startswith("--") and "=" not in out[-1]:
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def version_text() -> str:
     """What ``awrsr --version`` prints: the code (with its commit in a checkout, as a run's
     metrics.json records it), then the torch and Python it runs on."""
@@ -479,7 +497,7 @@ def main(argv: Optional[list] = None) -> None:
         if "--version" in argv[1:] and not argv[0].startswith("-"):  # a subcommand's parser has no --version
             raise ConfigError(f"--version goes before the command: awrsr --version (not awrsr {argv[0]} --version)")
         check_config_files(argv, fit=argv[:1] in (['fit'], ['stats']))  # names the file; the loader, inline configs
-        argv = stats_reads_data_section(list(argv))
+        argv = attach_dash_values(stats_reads_data_section(list(argv)))
         install_strict_yaml_loader()
         # allow_abbrev=False: argparse would take --train.max_epoch for --train.max_epochs, and a
         # misspelt option must be an error, not a guess.
