@@ -235,6 +235,44 @@ def test_artifact_loading_errors(trained_run, tmp_path):
         load_artifact(tmp_path / "nowhere")
 
 
+def test_an_unfinished_run_says_how_far_it_has_come(trained_run, tmp_path):
+    """Loading a run with no model yet says whether it trains now or was interrupted, and how far
+    it has come by its log (what a report of a comparison says of it)."""
+    import threading
+
+    from awrsr.run_directory import run_lock
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run)
+    for name in ("config.yaml", "vocab.json", "model.safetensors", "metrics.json"):  # as before the model is saved
+        (run / name).unlink()
+    progress = r"epoch 8/8, [0-9.]+ s per epoch lately, best valid ndcg@10 [0-9.]+ at epoch \d, \d of patience 3 without a gain"
+    with pytest.raises(ArtifactError, match=rf"not a finished run yet .*: it was interrupted \(at {progress}\); "
+                                            r"awrsr fit --resume true continues it; the model is saved when training ends"):
+        load_artifact(run)
+    held, done = threading.Event(), threading.Event()
+
+    def trainer():  # another thread holds the run's lock, as a process training it would
+        with run_lock(run):
+            held.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=trainer)
+    thread.start()
+    try:
+        assert held.wait(30)
+        with pytest.raises(ArtifactError, match=rf": it is training now \(at {progress}\); the model is saved"):
+            load_artifact(run)
+    finally:
+        done.set()
+        thread.join()
+    # a damaged record, or one without the budget (defaults would mislead): the status alone
+    for record in ("train: [not, a, mapping]\n", "train: {lr: 0.1}\n"):
+        (run / "checkpoints" / "run.yaml").write_text(record)
+        with pytest.raises(ArtifactError, match=r": it was interrupted; awrsr fit --resume true continues it;"):
+            load_artifact(run)
+
+
 def test_a_loaded_model_is_in_eval_mode(trained_run):
     # dropout 0.1: in training mode the same history would score differently each time
     assert not load_artifact(trained_run.run_dir).model.training

@@ -331,7 +331,7 @@ MUTANTS = [
            "return json.dumps(value) if isinstance(value, bool) else str(value)", "tests/experiments/test_compare_statistics.py", "a None value is named null, as YAML writes it"),
     Mutant("M126", "src/awrsr/experiments/runs.py", "RESOLVED_SECTIONS = (\"data\", \"model\", \"train\", \"evaluation\")",
            "RESOLVED_SECTIONS = (\"data\", \"model\", \"train\")", "tests/experiments/test_experiments.py", "a finished run is reused only with the same evaluation settings"),
-    Mutant("M127", "src/awrsr/experiments/runs.py", "    if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():\n        return \"interrupted (it resumes)\"\n",
+    Mutant("M127", "src/awrsr/experiments/runs.py", "    if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():\n        return RESUMES\n",
            "", "tests/experiments/test_experiments.py", "a run with a last checkpoint is reported as resuming"),
     Mutant("M128", "src/awrsr/experiments/runs.py", "if not sep or not key:",
            "if not sep:", "tests/experiments/test_experiments.py", "--set with an empty key is refused"),
@@ -1122,6 +1122,13 @@ MUTANTS = [
            "the message quotes the first of the fewer kind, the misfit"),
     Mutant("M444", "src/awrsr/cli.py", "if out and _DASH_DIGIT.match(arg) and", "if False and _DASH_DIGIT.match(arg) and",
            "tests/test_cli.py::test_unknown_item_in_recommend", "--history -1,2 is the option's value, not an unknown option"),
+    Mutant("M445", "src/awrsr/experiments/runs.py", "    if status in (TRAINING_NOW, RESUMES):\n        try:",
+           "    if False:\n        try:", "tests/test_end_to_end.py::test_an_unfinished_run_says_how_far_it_has_come", "loading an unfinished run says how far it has come by its log"),
+    Mutant("M446", "src/awrsr/experiments/runs.py", "isinstance(stored, dict) and all(key in stored for key in keys)",
+           "isinstance(stored, dict)", "tests/test_end_to_end.py::test_an_unfinished_run_says_how_far_it_has_come", "a record without the budget gives no progress read against defaults"),
+    Mutant("M447", "src/awrsr/experiments/runs.py", '        return f"it is training now (at {progress})" if progress else',
+           '        return f"it was interrupted (at {progress})" if progress else', "tests/test_end_to_end.py::test_an_unfinished_run_says_how_far_it_has_come",
+           "a run whose lock another process holds is training now, not interrupted"),
 ]
 
 

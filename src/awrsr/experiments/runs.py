@@ -21,6 +21,8 @@ from awrsr.train.config import TrainConfig
 from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, LOG_FILE, logged_progress
 
 NOT_STARTED = "not started"
+TRAINING_NOW = "training now"
+RESUMES = "interrupted (it resumes)"
 STARTS_AGAIN = "interrupted, with no checkpoint here (it starts again)"
 
 
@@ -254,12 +256,36 @@ def run_status(run_dir: Path) -> str:
             with run_lock(run_dir).acquire(blocking=False):
                 pass
         except Timeout:
-            return "training now"
+            return TRAINING_NOW
     if (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
-        return "interrupted (it resumes)"
+        return RESUMES
     if (run_dir / LOG_FILE).is_file():  # e.g. records copied back from another machine without checkpoints
         return STARTS_AGAIN
     return NOT_STARTED
+
+
+def unfinished_run_state(run_dir: Path) -> str:
+    """Where a run with no model yet stands, for the error of loading it: "it is training now (at
+    epoch 13/200, ..., best valid ndcg@10 0.1362 at epoch 13, ...)", or "it was interrupted (at
+    epoch 13/200, ...); awrsr fit --resume true continues it", read from its log with the budget
+    and patience of its record (checkpoints/run.yaml); what can be told without them otherwise."""
+    from awrsr.train.trainer import RUN_RECORD
+
+    status = run_status(run_dir)
+    progress = ""
+    if status in (TRAINING_NOW, RESUMES):
+        try:
+            stored = read_run_config(run_dir / CHECKPOINT_DIR / RUN_RECORD).get("train")
+            keys = ("max_epochs", "patience", "monitor")  # the budget it runs to; a default would mislead
+            if isinstance(stored, dict) and all(key in stored for key in keys):
+                progress = logged_progress(run_dir, TrainConfig(**{key: stored[key] for key in keys}))
+        except (AwrsrError, TypeError, ValueError):  # no record, or a damaged one: the status alone
+            pass
+    if status == TRAINING_NOW:
+        return f"it is training now (at {progress})" if progress else "it is training now"
+    if status == RESUMES:
+        return f"it was interrupted{f' (at {progress})' if progress else ''}; awrsr fit --resume true continues it"
+    return "it is still training, or was interrupted (awrsr fit --resume true continues it)"
 
 
 def progress_sentence(runs: Iterable[tuple[str, Path, str, TrainConfig]]) -> str:

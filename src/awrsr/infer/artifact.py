@@ -193,9 +193,12 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
         # Lightning) or Lightning's log, and no metrics.json: a run that has not written its model yet
         started = (directory / "checkpoints").is_dir() or (directory / "metrics.csv").is_file()
         if started and not (directory / METRICS_FILE).is_file():
+            # how far it has come, from its log (an error path: Lightning's import is no cost here)
+            from awrsr.experiments.runs import unfinished_run_state
+
             raise ArtifactError(
-                f"{directory}: not a finished run yet (no {', '.join(missing)}): it is still training, or was "
-                "interrupted (awrsr fit --resume true continues it); the model is saved when training ends"
+                f"{directory}: not a finished run yet (no {', '.join(missing)}): {unfinished_run_state(directory)}; "
+                "the model is saved when training ends"
             )
         raise collection_error(directory) or ArtifactError(
             f"{directory}: incomplete artifact, missing {', '.join(missing)}"
