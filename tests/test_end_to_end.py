@@ -162,8 +162,8 @@ def test_histories_of_the_wrong_shape_say_so_and_whole_float_ids_are_the_items(t
     assert 2.5 not in rec.vocab and "1.0" not in rec.vocab  # only whole floats, and not their text
     # several histories where one is expected: the shape is named, not "unknown item id(s)"
     for nested, message in (([[1, 2]], r"^history\[0\] is a list, not an item id"),
-                            (np.array([[1, 2], [3, 4]]), r"^history is one list of item ids; got a 2-d array"),
-                            (torch.tensor([[1, 2]]), r"^history is one list of item ids; got a 2-d array")):
+                            (np.array([[1, 2], [3, 4]]), r"^history is a list of item ids, oldest first; got a 2-d array"),
+                            (torch.tensor([[1, 2]]), r"^history is a list of item ids, oldest first; got a 2-d array")):
         with pytest.raises(ConfigError, match=message):
             rec.recommend(nested, k=3)
     with pytest.raises(ConfigError, match=r"^histories\[1\]\[0\] is a list"):

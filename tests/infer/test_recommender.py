@@ -85,7 +85,7 @@ def test_exclusions_and_flags_of_the_wrong_kind_are_clear_errors(trained_run):
     kept = rec.recommend([1, 2], k=3)
     # a generator is read once, yet excludes from the scores all the same
     assert kept[0].item not in [r.item for r in rec.recommend([1, 2], k=3, exclude=(x for x in [kept[0].item]))]
-    with pytest.raises(ConfigError, match="exclude takes a list of item ids, got int 5"):
+    with pytest.raises(ConfigError, match="exclude is one list of item ids, left out of every history's recommendations; got int 5"):
         rec.recommend([1, 2], exclude=5)
     # per-history lists are not ids: taken as unknown ids, they excluded nothing, silently
     with pytest.raises(ConfigError, match=r"exclude\[1\] is a list, not an item id \(exclude is one list of item ids"):
@@ -94,6 +94,51 @@ def test_exclusions_and_flags_of_the_wrong_kind_are_clear_errors(trained_run):
         rec.recommend([1, 2], exclude_seen="no")
     with pytest.raises(ConfigError, match="histories is a list of histories.*got NoneType"):
         rec.recommend_many(None)
+
+
+def test_exclusions_whose_iteration_gives_no_ids_are_refused_not_skipped(trained_run):
+    """Unknown exclude ids are skipped, so a table (its column names), a mapping (its keys), a
+    series of lists, None or True would exclude nothing without a word."""
+    import polars as pl
+
+    rec = Recommender.load(trained_run.run_dir)
+    blocked = rec.recommend([1, 2], k=1)[0].item
+    refused = [
+        (pl.DataFrame({"item": [blocked]}), r"exclude is one list of item ids, .*; got a DataFrame: give its item column's values"),
+        ({0: [blocked]}, r"exclude is one list of item ids, .*; got dict \{0: "),
+        (pl.Series([[blocked]]), r"exclude\[0\] is a (list|Series), not an item id"),
+        ([None], r"exclude\[0\] is None, not an item id"),
+        ([blocked, True], r"exclude\[1\] is True, not an item id"),
+        (np.array(blocked), r"exclude is one list of item ids, .*; got ndarray"),
+        (torch.tensor(blocked), r"exclude is one list of item ids, .*; got Tensor"),
+    ]
+    pd = None
+    try:
+        import pandas as pd
+    except ImportError:  # pandas is not a dependency
+        pass
+    if pd is not None:
+        refused.append((pd.DataFrame({"item": [blocked]}), r"got a DataFrame: give its item column's values"))
+    for exclude, message in refused:
+        with pytest.raises(ConfigError, match=message):
+            rec.recommend_many([[1, 2], [3]], k=2, exclude=exclude)
+    with pytest.raises(ConfigError, match=r"^history is a list of item ids, oldest first; got a DataFrame"):
+        rec.recommend(pl.DataFrame({"item": [1, 2]}), k=2)
+    # a series of ids is a list of ids
+    series = [pl.Series([blocked])] + ([pd.Series([blocked])] if pd is not None else [])
+    for exclude in series:
+        assert blocked not in [r.item for r in rec.recommend([1, 2], k=3, exclude=exclude)]
+
+
+def test_repeats_are_dropped_by_the_vocabularys_key(trained_run):
+    """Under a duplicates policy, 1 and 1.0 are one item to the vocabulary, so a repeat too."""
+    from awrsr.infer import load_artifact
+
+    artifact = load_artifact(trained_run.run_dir)
+    for policy in ("consecutive", "first"):
+        rec = Recommender(artifact.model, artifact.vocab, artifact.model_config.max_len, duplicates=policy)
+        assert rec.recommend([1, 1.0, 2], k=3) == rec.recommend([1, 2], k=3)
+        assert rec.recommend([1, np.int64(1), "1", 2], k=3) == rec.recommend([1, 2], k=3)
 
 
 class FixedScores(torch.nn.Module):

@@ -7,7 +7,7 @@ All steps are polars expressions over the whole frame; the only Python loop is o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -47,18 +47,18 @@ def drop_duplicates(frame: pl.DataFrame, policy: str) -> pl.DataFrame:
     raise ValueError(f"unknown duplicates policy {policy!r}")
 
 
-def drop_duplicate_ids(history: Sequence[Any], policy: str) -> Sequence[Any]:
+def drop_duplicate_ids(history: Sequence[Any], policy: str, key: Callable[[Any], str] = str) -> Sequence[Any]:
     """One user's item ids (oldest first) under the duplicates policy, as ``drop_duplicates``
     treats a user's interactions, so that a history given to a model reads as its training data
-    did (``keep``: ``history`` itself). Ids compare by their text, as the vocabulary keys them
-    (7 and "7" are one item).
+    did (``keep``: ``history`` itself). Ids compare by ``key``: their text by default, a model's
+    ``Vocabulary.key`` for its histories (7, "7" and, where ids are integers, 7.0 are one item).
 
     >>> drop_duplicate_ids([3, 3, 7, 3], "consecutive"), drop_duplicate_ids([3, 3, 7, 3], "first")
     ([3, 7, 3], [3, 7])
     """
     if policy == "keep":
         return history
-    keys = [str(x) for x in history]
+    keys = [key(x) for x in history]
     if policy == "first":
         seen: set[str] = set()
         return [x for x, key in zip(history, keys) if not (key in seen or seen.add(key))]

@@ -45,7 +45,7 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def _key(self, item_id: object) -> str:
+    def key(self, item_id: object) -> str:
         """The lookup key of ``item_id``: numpy and 0-d tensor scalars as Python values, and a
         whole float (7.0, what pandas makes of an integer column with gaps) as an int where the
         ids are ints, as the training data's readers take it."""
@@ -56,7 +56,7 @@ class Vocabulary:
         return str(item_id)
 
     def __contains__(self, item_id: object) -> bool:
-        return self._key(item_id) in self._index
+        return self.key(item_id) in self._index
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Vocabulary) and self.id_type == other.id_type and self._ids == other._ids
@@ -69,7 +69,7 @@ class Vocabulary:
         if isinstance(ids, (str, bytes)):
             raise TypeError("encode() takes a list of ids, not a single string")
         ids = [x.item() if isinstance(x, np.generic) else x for x in ids]
-        out = np.fromiter((self._index.get(self._key(x), 0) for x in ids), dtype=np.int64, count=len(ids))
+        out = np.fromiter((self._index.get(self.key(x), 0) for x in ids), dtype=np.int64, count=len(ids))
         if (out == 0).any():
             raise UnknownItemError([x for x, i in zip(ids, out.tolist()) if i == 0])
         return out

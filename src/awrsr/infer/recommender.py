@@ -157,7 +157,8 @@ class Recommender:
         check_k(k)
         check_flag(exclude_seen, "exclude_seen")
         histories = [
-            drop_duplicate_ids(as_history(history, f"histories[{i}]"), self.duplicates) for i, history in enumerate(histories)
+            drop_duplicate_ids(as_history(history, f"histories[{i}]"), self.duplicates, self.vocab.key)
+            for i, history in enumerate(histories)
         ]
         encoded, kept = [], []
         for i, history in enumerate(histories):
@@ -187,7 +188,7 @@ class Recommender:
         the last ``max_len`` items are read (BERT4Rec: ``max_len - 1`` and its [mask]); unknown
         ids as in ``recommend``."""
         check_unknown(unknown)
-        history = drop_duplicate_ids(as_history(history), self.duplicates)
+        history = drop_duplicate_ids(as_history(history), self.duplicates, self.vocab.key)
         if not len(history):
             raise ConfigError("a history needs at least one item id")
         if unknown == "ignore" and not any(x in self.vocab for x in history):
@@ -262,26 +263,55 @@ def check_unknown(unknown: object) -> None:
         raise ConfigError(f"unknown must be 'error' or 'ignore', got {unknown!r}")
 
 
+_EXCLUDE_IS = "one list of item ids, left out of every history's recommendations"
+
+
 def check_exclude(exclude: object) -> list:
-    """``exclude`` as a list of item ids (None: none); a ConfigError if it is a single string
-    (iterating it would exclude its characters) or not a collection at all."""
+    """``exclude`` as a list of item ids (None: none). Unknown ids are skipped, so a container
+    whose iteration yields no ids (a single string's characters, a table's column names, a
+    mapping's keys, per-history lists) would exclude nothing without a word: a ConfigError."""
     if exclude is None:
         return []
     if isinstance(exclude, (str, bytes)):
         raise ConfigError("exclude takes a list of item ids, not a single string")
-    if not isinstance(exclude, Iterable):
-        raise ConfigError(f"exclude takes a list of item ids, got {type(exclude).__name__} {exclude!r:.60}")
-    exclude = list(exclude)
-    nested = first_nested(exclude)  # per-history lists would be looked up as ids, unknown, and skipped
-    if nested is not None:
-        raise ConfigError(f"exclude[{nested}] is a {type(exclude[nested]).__name__}, not an item id "
-                          "(exclude is one list of item ids, left out of every history's recommendations)")
-    return exclude
+    return list(_id_collection(exclude, "exclude", _EXCLUDE_IS, f"exclude is {_EXCLUDE_IS}"))
 
 
-def first_nested(items: Sequence) -> int | None:
-    """The position of the first element of ``items`` that is a collection, not an item id."""
-    return next((i for i, x in enumerate(items) if isinstance(x, (list, tuple, np.ndarray, AbstractSet, Mapping))), None)
+def _id_collection(ids: object, name: str, is_what: str, note: str) -> Sequence:
+    """``ids`` as a sequence of item ids, or a ConfigError naming ``name`` and what it should be
+    (``is_what``; ``note`` for an element that is no id): not a table or a mapping (whose
+    iteration gives column names or keys), nor a single value, nor an array of other than one
+    dimension, nor holding an element that cannot be an id (``first_non_id``)."""
+    if hasattr(ids, "columns"):  # a pandas or polars DataFrame: its iteration gives column names (pandas)
+        raise ConfigError(f"{name} is {is_what}; got a {type(ids).__name__}: give its item column's values, "
+                          "e.g. frame['item'].to_list()")
+    if isinstance(ids, (str, bytes, numbers.Number, Mapping)) or not isinstance(ids, Iterable) or getattr(ids, "ndim", 1) == 0:
+        raise ConfigError(f"{name} is {is_what}; got {type(ids).__name__} {ids!r:.60}")
+    if hasattr(ids, "ndim") and hasattr(ids, "tolist"):  # a numpy array, a torch tensor, a pandas Series
+        if ids.ndim != 1:
+            raise ConfigError(f"{name} is {is_what}; got a {ids.ndim}-d array")
+        if not isinstance(ids, np.ndarray):
+            ids = ids.tolist()  # a tensor's elements are 0-d tensors
+    elif not isinstance(ids, Sequence):
+        ids = list(ids)  # a generator, a set, a polars Series
+    wrong = first_non_id(ids)
+    if wrong is not None:
+        x = ids[wrong]
+        what = repr(x) if x is None or isinstance(x, (bool, np.bool_)) else f"a {type(x).__name__}"
+        raise ConfigError(f"{name}[{wrong}] is {what}, not an item id ({note})")
+    return ids
+
+
+def first_non_id(items: Sequence) -> int | None:
+    """The position of the first element of ``items`` that cannot be an item id (a string or a
+    number, numpy's included): a collection (per-history lists), None, or a boolean (True is no
+    item 1)."""
+    for i, x in enumerate(items):
+        if isinstance(x, np.generic):
+            x = x.item()
+        if isinstance(x, bool) or not isinstance(x, (str, numbers.Number)):
+            return i
+    return None
 
 
 def check_k(k: object) -> None:
@@ -293,19 +323,8 @@ def check_k(k: object) -> None:
 def as_history(history: object, name: str = "history") -> Sequence[int | str]:
     """``history`` as a sequence of item ids: a list, tuple or array as it is, any other iterable
     (a generator) as a list; a single string or number is a ConfigError, not a history, and so
-    is a set or a mapping, whose order is not the order the items came in."""
-    if isinstance(history, (str, bytes, numbers.Number, AbstractSet, Mapping)) or not isinstance(history, Iterable):
-        raise ConfigError(f"{name} is a list of item ids, oldest first; got {type(history).__name__} {history!r:.60}")
-    if hasattr(history, "ndim") and hasattr(history, "tolist"):  # a numpy array or a torch tensor
-        if history.ndim != 1:
-            raise ConfigError(f"{name} is one list of item ids; got a {history.ndim}-d array "
-                              "(several histories go to recommend_many)")
-        if not isinstance(history, np.ndarray):
-            history = history.tolist()  # a tensor's elements are 0-d tensors
-    elif not isinstance(history, Sequence):
-        history = list(history)
-    nested = first_nested(history)
-    if nested is not None:
-        raise ConfigError(f"{name}[{nested}] is a {type(history[nested]).__name__}, not an item id "
-                          "(several histories go to recommend_many)")
-    return history
+    is a set, whose order is not the order the items came in (see ``_id_collection``)."""
+    is_what = "a list of item ids, oldest first"
+    if isinstance(history, AbstractSet):
+        raise ConfigError(f"{name} is {is_what}; got {type(history).__name__} {history!r:.60}, which has no order")
+    return _id_collection(history, name, is_what, "several histories go to recommend_many")
