@@ -1139,6 +1139,10 @@ MUTANTS = [
     Mutant("M451", "src/awrsr/data/preprocess.py", "    keys = [key(x) for x in history]", "    keys = [str(x) for x in history]",
            "tests/infer/test_recommender.py::test_repeats_are_dropped_by_the_vocabularys_key",
            "repeats in a history are found by the vocabulary's key (1 and 1.0 are one item)"),
+    Mutant("M452", "src/awrsr/infer/server.py", "            if request.url.query:", "            if False:", "tests/infer/test_server.py::test_options_in_the_query_string_and_bodies_not_sent_as_json_are_refused_by_name",
+           "options in a POST's query string are refused, not dropped"),
+    Mutant("M453", "src/awrsr/infer/server.py", '            if media_type != "application/json":', "            if False:", "tests/infer/test_server.py::test_options_in_the_query_string_and_bodies_not_sent_as_json_are_refused_by_name",
+           "a body sent without a JSON content type is a 415 that says so"),
 ]
 
 

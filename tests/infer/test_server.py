@@ -86,6 +86,21 @@ def test_a_lone_surrogate_is_422_not_500(client, body):
     assert "\\ud800" in answer.text
 
 
+def test_options_in_the_query_string_and_bodies_not_sent_as_json_are_refused_by_name(client):
+    """FastAPI would drop ?k=3 silently (answering 10 items, 131 not excluded), and read a body
+    sent without a JSON content type (curl -d's default) as one string."""
+    answer = client.post("/recommend?k=3&exclude=131", json={"history": [1, 2, 3]})
+    assert answer.status_code == 422 and "options go in the JSON body, not the query string (got ?k=3&exclude=131)" in answer.text
+    body = '{"history": [1, 2, 3], "k": 3}'
+    for headers in ({}, {"content-type": "application/x-www-form-urlencoded"}, {"content-type": "text/plain"}):
+        answer = client.post("/recommend/batch" if headers else "/recommend", content=body, headers=headers)
+        assert answer.status_code == 415, answer.text
+        assert "send the body as JSON with the header content-type: application/json" in answer.json()["detail"]
+    answer = client.post("/recommend", content=body, headers={"content-type": "Application/JSON; charset=utf-8"})
+    assert answer.status_code == 200 and len(answer.json()["items"]) == 3
+    assert client.get("/health?verbose=1").status_code == 200  # a GET reads no body
+
+
 def test_excluded_items_are_left_out(client):
     full = client.post("/recommend", json={"history": [1, 2, 3], "k": 6}).json()["items"]
     blocked = [full[0]["item"], full[1]["item"]]

@@ -132,6 +132,21 @@ def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
     scoring = anyio.CapacityLimiter(1)  # one scoring at a time; waiting requests hold no thread
     app = FastAPI(title="awrsr", description=f"next-item recommendations from the model {artifact.directory.name}")
 
+    @app.middleware("http")
+    async def json_body_only(request: Request, call_next: Any) -> Any:
+        # FastAPI drops query parameters it has no field for, and reads a body sent without a JSON
+        # content type (curl -d's default) as one string: say what to send instead.
+        if request.method == "POST":
+            if request.url.query:
+                return JSONResponse(status_code=422, content={"detail": json_safe(
+                    f"options go in the JSON body, not the query string (got ?{request.url.query:.80})")})
+            media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if media_type != "application/json":
+                return JSONResponse(status_code=415, content={"detail": json_safe(
+                    f"send the body as JSON with the header content-type: application/json (got {media_type or 'none'!r}); "
+                    "with curl: -H 'content-type: application/json'")})
+        return await call_next(request)
+
     @app.exception_handler(AwrsrError)
     async def user_error(request: Request, err: AwrsrError) -> JSONResponse:
         return JSONResponse(status_code=422, content={"detail": json_safe(str(err))})
