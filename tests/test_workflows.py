@@ -114,6 +114,26 @@ def test_evaluate_refuses_a_split_it_does_not_hold_and_two_sources_of_data(train
         evaluate(trained_run.run_dir, data_path=str(tmp_path / "events.csv"), frame=frame, console=QUIET)
 
 
+def test_a_console_that_is_no_console_is_refused_before_any_work(trained_run, tmp_path):
+    """console=False printed all the same, and console=True failed on an attribute deep inside."""
+    from awrsr.experiments.compare import run_compare
+    from awrsr.experiments.tune import run_tune
+
+    for wrong in (False, True, "quiet"):
+        with pytest.raises(ConfigError, match=rf"^fit: console must be a rich Console \(Console\(quiet=True\) prints nothing\), got {type(wrong).__name__}"):
+            fit(**tiny_run_config(tmp_path / "run"), console=wrong)
+        with pytest.raises(ConfigError, match="^evaluate: console must be a rich Console"):
+            evaluate(trained_run.run_dir, console=wrong)
+    assert not (tmp_path / "run").exists()
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    with pytest.raises(ConfigError, match="^compare: console must be a rich Console"):
+        run_compare(str(base), ["simp"], [1], tmp_path / "c", console=False)
+    with pytest.raises(ConfigError, match="^tune: console must be a rich Console"):
+        run_tune(str(base), {"train.lr": [0.1, 0.01]}, tmp_path / "t", console=False)
+    assert not (tmp_path / "c").exists() and not (tmp_path / "t").exists()
+
+
 def test_a_replacing_run_that_fails_leaves_no_finished_run_behind(trained_run, tmp_path, monkeypatch):
     """With overwrite, the old run's model and metrics go once the new run starts training: a new
     run that then fails must not leave the old model passing for a finished run beside its checkpoints."""

@@ -1143,6 +1143,9 @@ MUTANTS = [
            "options in a POST's query string are refused, not dropped"),
     Mutant("M453", "src/awrsr/infer/server.py", '            if media_type != "application/json":', "            if False:", "tests/infer/test_server.py::test_options_in_the_query_string_and_bodies_not_sent_as_json_are_refused_by_name",
            "a body sent without a JSON content type is a 415 that says so"),
+    Mutant("M454", "src/awrsr/config_types.py", "    if not isinstance(console, Console):\n        raise", "    if False:\n        raise",
+           "tests/test_workflows.py::test_a_console_that_is_no_console_is_refused_before_any_work",
+           "console=False or True is refused, not printed to or failed on deep inside"),
 ]
 
 

@@ -105,6 +105,19 @@ def is_whole_number(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def checked_console(console: object, where: str) -> "Console":
+    """``console`` (None: a new rich Console on the terminal), or a ConfigError: ``console=False``
+    would print all the same, and ``console=True`` fail on an attribute deep inside."""
+    from rich.console import Console
+
+    if console is None:
+        return Console()
+    if not isinstance(console, Console):
+        raise ConfigError(f"{where}: console must be a rich Console (Console(quiet=True) prints nothing), "
+                          f"got {type(console).__name__} {console!r:.40}")
+    return console
+
+
 def check_flag(value: object, name: str) -> None:
     """A ConfigError unless ``value`` is a boolean, numpy's included: the string "no" is true."""
     if not isinstance(value, (bool, np.bool_)):

@@ -27,7 +27,7 @@ from rich.table import Table
 from torch import Tensor
 
 import awrsr
-from awrsr.config_types import check_flag
+from awrsr.config_types import check_flag, checked_console
 from awrsr.data import (
     DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, data_config_from_dict, leave_one_out,
     load_sequence_data, print_stats,
@@ -172,6 +172,7 @@ def fit(
             raise ConfigError(f"fit: {name} must be a {kind.__name__}, got {type(part).__name__}")
     for name, flag in (("resume", resume), ("overwrite", overwrite), ("print_test", print_test), ("epoch_lines", epoch_lines)):
         check_flag(flag, f"fit: {name}")  # the string "false" is true: overwrite="false" deleted a run
+    console = checked_console(console, "fit")
     if frame is not None and data.path is not None:  # the run's record would name a file it never read
         raise ConfigError(f"fit: give data.path ({data.path}) or a frame, not both")
     run_dir = output_directory(output_dir, needs="a run needs a directory")
@@ -193,7 +194,7 @@ def fit(
             refuse_to_replace(run_dir)
         # train.num_threads, deterministic mode, Lightning's settings: for this fit, not the caller's process after it
         with kept_process_state():
-            result = _fit(data, model, train, evaluation, run_dir, frame, console or Console(), resume, print_test, epoch_lines)
+            result = _fit(data, model, train, evaluation, run_dir, frame, console, resume, print_test, epoch_lines)
         finished = True
         return result
     finally:
@@ -371,7 +372,7 @@ def evaluate(
     the users' history length (printed; ``evaluate_by_length`` returns them as a frame).
     """
     check_flag(by_length, "by_length")
-    console = console or Console()
+    console = checked_console(console, "evaluate")
     scored = rank_artifact(artifact_dir, data_path, split, filter_seen, frame=frame)
     metrics = ranking_metrics(scored.ranks, scored.evaluation.ks)
     title = (f"{scored.artifact.directory} on {scored.source} (seen items "

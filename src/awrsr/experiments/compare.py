@@ -20,7 +20,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from awrsr.config_types import check_flag, is_whole_number
+from awrsr.config_types import check_flag, checked_console, is_whole_number
 from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
@@ -221,7 +221,7 @@ def run_compare(
     if isinstance(variants, (str, bytes)):  # "simp" would be taken letter by letter
         raise ConfigError(f"variants must be a list of names or a mapping of named option sets, got the string {variants!r}")
     seeds = seed_list(seeds)
-    console = console or Console()
+    console = checked_console(console, "compare")
     output_dir = output_directory(output_dir, needs="a comparison needs a directory")
     check_collection_directory(output_dir, "comparison")
     try:  # now, not after hours of training

@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
-from awrsr.config_types import check_flag
+from awrsr.config_types import check_flag, checked_console
 from awrsr.errors import ConfigError, FieldValueError, TrainingDiverged, UnknownNameError
 from awrsr.experiments.runs import (
     DataFingerprints, check_collection_directory, check_finished_runs, finished_run, known_keys, option_args, progress_sentence,
@@ -148,7 +148,7 @@ def run_tune(
     written only when no trial is left to train (each finished or skipped), so that a partial
     search never leaves a best.yaml."""
     check_flag(report_only, "report_only")
-    console = console or Console()
+    console = checked_console(console, "tune")
     extra = extra or {}
     output_dir = output_directory(output_dir, needs="a tune needs a directory")
     check_collection_directory(output_dir, "tune")
