@@ -1146,6 +1146,10 @@ MUTANTS = [
     Mutant("M454", "src/awrsr/config_types.py", "    if not isinstance(console, Console):\n        raise", "    if False:\n        raise",
            "tests/test_workflows.py::test_a_console_that_is_no_console_is_refused_before_any_work",
            "console=False or True is refused, not printed to or failed on deep inside"),
+    Mutant("M455", "src/awrsr/data/tabular.py", "    text = _stripped(series.cast(pl.String))\n    bad = _first_null(text)",
+           "    text = series.cast(pl.String)\n    bad = _first_null(text)",
+           "tests/data/test_data_tabular.py::test_text_ids_in_frames_and_parquet_lose_their_spaces_as_in_a_csv",
+           "text ids in a frame or a Parquet file lose their spaces, as a CSV's do"),
 ]
 
 

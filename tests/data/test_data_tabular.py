@@ -236,6 +236,23 @@ def test_dates_that_are_not_year_first_are_refused_as_ambiguous(tmp_path, dates)
     assert sequences(load_sequence_data(config)) == [["a", "c", "b"]]  # 5 Jan 00:00, 5 Jan 09:00, 4 Feb
 
 
+def test_text_ids_in_frames_and_parquet_lose_their_spaces_as_in_a_csv(tmp_path):
+    """A CHAR(n) column pads its ids; a CSV's "1, 26" is item 26. A frame or a Parquet file of the
+    same data reads the same, and a blank id is missing there too, not an item named ''."""
+    padded = pl.DataFrame({"user_id": ["u1 ", " u1", "u2"], "item_id": [" 26", "27 ", "26"]})
+    plain = pl.DataFrame({"user_id": ["u1", "u1", "u2"], "item_id": ["26", "27", "26"]})
+    padded.write_parquet(tmp_path / "padded.parquet")
+    for source in (padded, padded.lazy(), tmp_path / "padded.parquet"):
+        read = read_interactions(source, DataConfig())
+        assert read.select("user", "item").equals(read_interactions(plain, DataConfig()).select("user", "item"))
+    blank = pl.DataFrame({"user_id": ["u1", "u1"], "item_id": ["26", "  "]})
+    with pytest.raises(DataError, match=r"<frame>: row 1 \(0-based\): column 'item_id' \(data.item_col\) is empty"):
+        read_interactions(blank, DataConfig())
+    blank.write_parquet(tmp_path / "blank.parquet")
+    with pytest.raises(DataError, match=r"blank.parquet: row 1 \(0-based\): column 'item_id' \(data.item_col\) is empty"):
+        read_interactions(tmp_path / "blank.parquet", DataConfig())
+
+
 def test_float_ids_must_be_whole_numbers():
     frame = pl.DataFrame({"user_id": [1.0, 2.0], "item_id": [3.0, 4.5]})
     with pytest.raises(DataError, match=r"row 1 .*'item_id'.*non-integer"):

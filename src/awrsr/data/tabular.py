@@ -513,7 +513,13 @@ def _ids(series: pl.Series, field: str, source: str, lines: TextLines | None) ->
         return _float_ids(series, field, source, lines)
     if dtype.is_decimal():  # a database's NUMBER: whole values are ids as integers are, "28.00" is 28
         return _decimal_ids(series, field, source, lines)
-    return series.cast(pl.String)
+    # Spaces are no part of an id, as in a text file's "1, 26" (a CHAR(n) column pads them), and a
+    # blank id is a missing one: a frame or a Parquet file reads as the same data in a CSV would.
+    text = _stripped(series.cast(pl.String))
+    bad = _first_null(text)
+    if bad is not None:
+        raise DataError(_missing(text, field, source, bad, lines))
+    return text
 
 
 def _float_ids(series: pl.Series, field: str, source: str, lines: TextLines | None) -> pl.Series:
