@@ -1150,6 +1150,9 @@ MUTANTS = [
            "    text = series.cast(pl.String)\n    bad = _first_null(text)",
            "tests/data/test_data_tabular.py::test_text_ids_in_frames_and_parquet_lose_their_spaces_as_in_a_csv",
            "text ids in a frame or a Parquet file lose their spaces, as a CSV's do"),
+    Mutant("M456", "src/awrsr/workflows.py", "        if ids != artifact.vocab.ids and sorted(", "        if False and sorted(",
+           "tests/experiments/test_figures.py::test_frame_run_needs_its_data_for_evaluate_and_plot",
+           "the training rows in another order are named as such, not only as another fingerprint"),
 ]
 
 

@@ -556,6 +556,12 @@ def _check_same_data(artifact: LoadedArtifact, dataset: SequenceData) -> None:
                 f"{err}; its item ids are {now} here but were {then} at training (a frame read with "
                 "dtype=str, say): give the id columns the types they had"
             ) from None
+        if ids != artifact.vocab.ids and sorted(map(str, ids)) == sorted(map(str, artifact.vocab.ids)):
+            raise ArtifactError(  # items are numbered as they first appear: the same items, met in another order
+                f"{err}; it holds the model's items, but its rows come in another order than at training "
+                "(a query without ORDER BY, say): items are numbered as they first appear, and rows of equal "
+                "times (all of them, without data.time_col) keep their order; give the rows in the order they had"
+            ) from None
         raise
     if dataset.item_vocab.to_dict() != artifact.vocab.to_dict():
         raise ArtifactError(f"{artifact.directory}: the dataset's item vocabulary differs from the model's")

@@ -221,6 +221,13 @@ def test_frame_run_needs_its_data_for_evaluate_and_plot(frame_run, tmp_path, cap
 
     stored = json.loads((run_dir / "metrics.json").read_text())["test"]["ndcg@10"]
     assert evaluate(run_dir, frame=frame, console=Console(quiet=True))["ndcg@10"] == pytest.approx(stored)
+    # the same rows in another order (a query without ORDER BY) number the items otherwise: said so
+    shuffled = frame.sample(fraction=1.0, shuffle=True, seed=1)
+    with pytest.raises(ArtifactError, match="it holds the model's items, but its rows come in another order than at training"):
+        evaluate(run_dir, frame=shuffled, console=Console(quiet=True))
+    with pytest.raises(ArtifactError, match="fingerprint") as other_rows:  # other items: no such hint
+        evaluate(run_dir, frame=frame.head(frame.height - 40), console=Console(quiet=True))
+    assert "another order" not in str(other_rows.value)
     # kept as its three loadable files, it still says it needs its data (the weights say it was a frame)
     kept = tmp_path / "kept"
     kept.mkdir()
