@@ -53,3 +53,16 @@ def test_an_output_dir_under_a_file_names_that_file(tmp_path):
     with pytest.raises(ConfigError, match=rf"^output_dir {blocker} is a file; needs it$"):
         output_directory(blocker, needs="needs it")
     assert output_directory(tmp_path / "new" / "run") == tmp_path / "new" / "run"
+
+
+def test_a_path_given_as_bytes_is_a_path_and_one_of_another_type_is_named(tmp_path):
+    """fit(output_dir=b"runs/x") failed with a TypeError from inside pathlib."""
+    import os
+
+    from awrsr.files import user_path
+
+    assert user_path(os.fsencode(tmp_path / "run")) == tmp_path / "run"
+    assert output_directory(os.fsencode(tmp_path / "run")) == tmp_path / "run"
+    for wrong in (5, ["runs"]):
+        with pytest.raises(ConfigError, match=f"^a path is text or a pathlib.Path, got {type(wrong).__name__} "):
+            user_path(wrong)

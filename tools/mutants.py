@@ -1153,6 +1153,11 @@ MUTANTS = [
     Mutant("M456", "src/awrsr/workflows.py", "        if ids != artifact.vocab.ids and sorted(", "        if False and sorted(",
            "tests/experiments/test_figures.py::test_frame_run_needs_its_data_for_evaluate_and_plot",
            "the training rows in another order are named as such, not only as another fingerprint"),
+    Mutant("M457", "src/awrsr/infer/server.py", "return value if len(text) <= MAX_ECHO else", "return value if True else",
+           "tests/infer/test_server.py::test_limits_on_one_answer", "a 422 echoes a long refused input as its start, not whole"),
+    Mutant("M458", "src/awrsr/files.py", "    if isinstance(path, bytes):\n        path = os.fsdecode(path)\n", "",
+           "tests/test_files.py::test_a_path_given_as_bytes_is_a_path_and_one_of_another_type_is_named",
+           "a path given as bytes is a path"),
 ]
 
 

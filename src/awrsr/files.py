@@ -17,11 +17,16 @@ from awrsr.errors import AwrsrError, ConfigError
 def user_path(path: str | Path) -> Path:
     """``path`` with a leading ``~`` or ``~user`` expanded, as a shell would. Every path a user
     gives goes through here once, so that awrsr and the libraries it hands paths to (Lightning
-    expands ``~`` itself) write to one place; a ``~`` that cannot be expanded is a ConfigError."""
+    expands ``~`` itself) write to one place; a ``~`` that cannot be expanded is a ConfigError,
+    and so is a value that is no path (bytes are decoded as the file system encodes names)."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
     try:
         return Path(path).expanduser()
     except RuntimeError as err:  # "Could not determine home directory"
         raise ConfigError(f"{path}: cannot expand '~' ({err})") from None
+    except TypeError:  # Path(5) fails deep inside pathlib
+        raise ConfigError(f"a path is text or a pathlib.Path, got {type(path).__name__} {path!r:.60}") from None
 
 
 def read_text(path: str | Path, error: type[AwrsrError] = ConfigError) -> str:

@@ -137,6 +137,13 @@ def test_string_ids_of_an_integer_vocabulary_are_found(client):
 def test_limits_on_one_answer(client):
     answer = client.post("/recommend/batch", json={"histories": [[1]] * 300, "k": 1000})
     assert answer.status_code == 422 and "k x histories" in answer.json()["detail"]
+    # a refused input is echoed whole only when short: a 10,001-id history comes back as its start
+    answer = client.post("/recommend", json={"history": [1] * 10_001, "k": 3})
+    assert answer.status_code == 422 and len(answer.text) < 1000, answer.text[:300]
+    (error,) = answer.json()["detail"]
+    assert error["loc"] == ["body", "history"] and error["input"].endswith("... (30,003 characters)")
+    answer = client.post("/recommend", json={"history": [1], "k": "5"})
+    assert answer.json()["detail"][0]["input"] == "5"  # a short one whole, as it was sent
 
 
 def test_a_model_with_non_finite_scores_is_not_served(trained_run, tmp_path):

@@ -19,6 +19,7 @@ at a time, in a worker thread, so that concurrent requests do not oversubscribe 
 from __future__ import annotations
 
 import errno
+import json
 import math
 import socket
 from pathlib import Path, PurePath
@@ -91,6 +92,19 @@ def public_dataset_record(dataset: Any) -> Any:
     return public
 
 
+MAX_ECHO = 200  # characters of a refused input echoed in a 422 answer
+
+
+def short_inputs(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pydantic's errors with each offending ``input`` echoed whole only when short: a 10,001-id
+    history refused for its length would come back in full; a long one is its JSON's start."""
+    def shorten(value: Any) -> Any:
+        text = json.dumps(value, default=str)
+        return value if len(text) <= MAX_ECHO else f"{text[:MAX_ECHO]}... ({len(text):,} characters)"
+
+    return [{**error, "input": shorten(error["input"])} if "input" in error else error for error in errors]
+
+
 def json_safe(value: Any) -> Any:
     """``value`` with its non-finite floats as strings ("nan", "inf") and its lone surrogates
     escaped (``"\\ud800"``): Python's JSON parser reads NaN, Infinity, 1e400 and ``"\\ud800"`` in
@@ -153,7 +167,7 @@ def create_app(artifact_dir: str | Path, device: str = "cpu") -> "FastAPI":
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, err: RequestValidationError) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": json_safe(jsonable_encoder(err.errors()))})
+        return JSONResponse(status_code=422, content={"detail": json_safe(short_inputs(jsonable_encoder(err.errors())))})
 
     @app.exception_handler(FloatingPointError)
     async def broken_model(request: Request, err: FloatingPointError) -> JSONResponse:
