@@ -19,6 +19,7 @@ from dataclasses import fields
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
+from rich.console import Console
 
 from awrsr.errors import ConfigError, FieldValueError
 
@@ -105,11 +106,9 @@ def is_whole_number(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def checked_console(console: object, where: str) -> "Console":
+def checked_console(console: object, where: str) -> Console:
     """``console`` (None: a new rich Console on the terminal), or a ConfigError: ``console=False``
     would print all the same, and ``console=True`` fail on an attribute deep inside."""
-    from rich.console import Console
-
     if console is None:
         return Console()
     if not isinstance(console, Console):

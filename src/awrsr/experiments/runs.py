@@ -18,7 +18,7 @@ from awrsr.strict_yaml import check_unique_keys
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, is_seed_run, runs_inside
 from awrsr.run_config import config_differences, load_fit_config
 from awrsr.train.config import TrainConfig
-from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, LOG_FILE, logged_progress
+from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, LOG_FILE, RUN_RECORD, logged_progress
 
 NOT_STARTED = "not started"
 TRAINING_NOW = "training now"
@@ -269,8 +269,6 @@ def unfinished_run_state(run_dir: Path) -> str:
     epoch 13/200, ..., best valid ndcg@10 0.1362 at epoch 13, ...)", or "it was interrupted (at
     epoch 13/200, ...); awrsr fit --resume true continues it", read from its log with the budget
     and patience of its record (checkpoints/run.yaml); what can be told without them otherwise."""
-    from awrsr.train.trainer import RUN_RECORD
-
     status = run_status(run_dir)
     progress = ""
     if status in (TRAINING_NOW, RESUMES):
