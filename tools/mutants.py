@@ -1158,6 +1158,10 @@ MUTANTS = [
     Mutant("M458", "src/awrsr/files.py", "    if isinstance(path, bytes):\n        path = os.fsdecode(path)\n", "",
            "tests/test_files.py::test_a_path_given_as_bytes_is_a_path_and_one_of_another_type_is_named",
            "a path given as bytes is a path"),
+    Mutant("M459", "src/awrsr/train/trainer.py", "        raise SystemExit(128 + signal.SIGTERM) from None", "        raise", "tests/train/test_fit_errors.py::test_sigterm_exits_with_143_and_says_where_the_run_can_continue",
+           "a fit stopped by SIGTERM exits 143, not 0 as if it had finished"),
+    Mutant("M460", "src/awrsr/train/callbacks.py", "        elif isinstance(exception, SIGTERMException):", "        elif False:", "tests/train/test_fit_errors.py::test_sigterm_exits_with_143_and_says_where_the_run_can_continue",
+           "a fit stopped by SIGTERM says where it can continue, as after Ctrl-C"),
 ]
 
 

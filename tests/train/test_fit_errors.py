@@ -213,6 +213,28 @@ def test_ctrl_c_says_where_the_run_can_continue(tmp_path, monkeypatch, capsys):
     assert resumed.metrics["selection"]["epochs_trained"] == 2
 
 
+def test_sigterm_exits_with_143_and_says_where_the_run_can_continue(tmp_path, monkeypatch, capsys):
+    """Lightning turns SIGTERM (kill, a scheduler, docker stop) into a SystemExit without a code,
+    which would exit 0, as if the run had finished: `compare && plot` went on."""
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    def terminated_in_the_second_epoch(self):
+        if self.current_epoch == 1:
+            raise SIGTERMException
+
+    monkeypatch.setattr(SequentialRecommenderModule, "on_train_epoch_start", terminated_in_the_second_epoch, raising=False)
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:
+        fit(**tiny_run_config(run_dir, max_epochs=2, patience=50), console=QUIET)
+    assert exit_info.value.code == 143
+    err = " ".join(capsys.readouterr().err.split())
+    assert "awrsr: stopped by SIGTERM in epoch 2; the last completed epoch is saved in" in err
+    assert "awrsr fit: the same command with --resume true continues from it; awrsr tune and compare: the same command again" in err
+    monkeypatch.undo()
+    resumed = fit(**tiny_run_config(run_dir, max_epochs=2, patience=50), console=QUIET, resume=True)
+    assert resumed.metrics["selection"]["epochs_trained"] == 2
+
+
 def test_resuming_from_a_checkpoint_of_another_shape_is_refused_by_name(trained_run, tmp_path):
     small, other = tmp_path / "small", tmp_path / "other"
     fit(**tiny_run_config(small, max_epochs=1), console=QUIET)

@@ -10,6 +10,7 @@ from typing import Any
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from awrsr.errors import ArtifactError
 
@@ -161,22 +162,27 @@ class RandomState(L.Callback):
 
 
 class InterruptNotice(L.Callback):
-    """Says how to go on when Ctrl-C stops training (Lightning then exits with status 1)."""
+    """Says how to go on when Ctrl-C or SIGTERM (``kill``, a job scheduler, ``docker stop``) stops
+    training; the process then exits with status 1 or 143, never 0 (``train_model``)."""
 
     def __init__(self, last_checkpoint: Path) -> None:
         self.last_checkpoint = last_checkpoint
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
-        if not isinstance(exception, KeyboardInterrupt):
+        if isinstance(exception, KeyboardInterrupt):
+            how = "interrupted"
+        elif isinstance(exception, SIGTERMException):
+            how = "stopped by SIGTERM"
+        else:
             return
         if self.last_checkpoint.is_file():
             hint = (
-                f"the last completed epoch is saved in {self.last_checkpoint}; the same command with "
-                "--resume true continues from it (awrsr tune and compare continue by themselves)"
+                f"the last completed epoch is saved in {self.last_checkpoint}; awrsr fit: the same command with "
+                "--resume true continues from it; awrsr tune and compare: the same command again"
             )
         else:
             hint = "no epoch was completed, so there is nothing to resume"
-        print(f"\nawrsr: interrupted in epoch {trainer.current_epoch + 1}; {hint}", file=sys.stderr)
+        print(f"\nawrsr: {how} in epoch {trainer.current_epoch + 1}; {hint}", file=sys.stderr)
 
 
 class EpochLines(L.Callback):

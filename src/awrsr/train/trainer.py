@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import pickle
 import shutil
+import signal
 import sys
 import warnings
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import torch
 import yaml
 from lightning.pytorch.callbacks import Timer
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 from torch.utils.data import DataLoader
 
@@ -162,6 +164,8 @@ def train_model(
             f"training diverged in epoch {trainer.current_epoch + 1} ({err}); start afresh with a lower "
             f"train.lr (now {train.lr}) and --overwrite true (or another output_dir), or check the data"
         ) from None
+    except SIGTERMException:  # a SystemExit without a code: the process would exit 0, as if it had finished
+        raise SystemExit(128 + signal.SIGTERM) from None
     if resume:  # Lightning's logger started the file afresh
         merge_logs(checkpoint_dir / EARLIER_LOG, run_dir / LOG_FILE)
 
