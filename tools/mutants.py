@@ -1162,6 +1162,13 @@ MUTANTS = [
            "a fit stopped by SIGTERM exits 143, not 0 as if it had finished"),
     Mutant("M460", "src/awrsr/train/callbacks.py", "        elif isinstance(exception, SIGTERMException):", "        elif False:", "tests/train/test_fit_errors.py::test_sigterm_exits_with_143_and_says_where_the_run_can_continue",
            "a fit stopped by SIGTERM says where it can continue, as after Ctrl-C"),
+    Mutant("M461", "src/awrsr/experiments/compare.py", "if complete and (report_only and missing or left_out) else",
+           "if complete and (report_only and missing) else",
+           "tests/experiments/test_experiments.py::test_compare_report_only_tabulates_finished_runs_and_names_the_missing",
+           "a complete table is not replaced by one of fewer seeds"),
+    Mutant("M462", "src/awrsr/experiments/tune.py", "    if left_out:  # a sample", "    if False:  # a sample",
+           "tests/experiments/test_experiments.py::test_tune_report_only_tabulates_what_finished_and_writes_results_only_when_nothing_is_left",
+           "a search's results are not replaced by a --max_trials sample's"),
 ]
 
 

@@ -357,6 +357,16 @@ def test_tune_report_only_tabulates_what_finished_and_writes_results_only_when_n
         (search / name).unlink()
     assert run_tune(base_config, space, search, extra=extra, console=QUIET, report_only=True) == best
     assert {name: (search / name).read_text() for name in written} == written  # the report of a finished search writes them again
+    # a sample of it (--max_trials), reported or run, prints its choice and writes neither over the search's
+    for report_only in (True, False):
+        shown = io.StringIO()
+        run_tune(base_config, space, search, max_trials=1, sample_seed=5, extra=extra, console=Console(file=shown, width=300),
+                 report_only=report_only)
+        assert "printed, not written: " in shown.getvalue() and "trials.csv holds trials this search leaves out" in shown.getvalue()
+        assert {name: (search / name).read_text() for name in written} == written
+    # a wider search holds every trial of the earlier one: its results are written
+    run_tune(base_config, {**space, "train.lr": [0.01, 0.001, 0.005]}, search, extra=extra, console=QUIET)
+    assert len((search / "trials.csv").read_text().splitlines()) == 4
     with pytest.raises(ConfigError, match="report_only must be true or false"):
         run_tune(base_config, space, search, extra=extra, console=QUIET, report_only="no")
 
@@ -561,6 +571,14 @@ def test_compare_report_only_tabulates_finished_runs_and_names_the_missing(base_
                 console=Console(file=out, width=200), report_only=True)
     assert "Partial table: 2 run(s) not finished" in out.getvalue() and "printed, not written" in out.getvalue()
     assert written == {name: (tmp_path / "full" / name).read_bytes() for name in written}
+    # nor is it replaced by a table of fewer seeds, reported or trained: it holds runs that one leaves out
+    for report_only in (True, False):
+        out = io.StringIO()
+        run_compare(base_config, ["add"], [1], tmp_path / "full", extra=parse_sets(TINY),
+                    console=Console(file=out, width=300), report_only=report_only)
+        assert "printed, not written: " in out.getvalue()
+        assert "holds a complete table (table.md) of runs this one leaves out (none seed 2, add seed 2)" in out.getvalue()
+        assert written == {name: (tmp_path / "full" / name).read_bytes() for name in written}
 
 
 def test_a_run_another_process_trains_is_awaited_not_trained_twice(base_config, tmp_path):

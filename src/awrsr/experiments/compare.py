@@ -25,7 +25,7 @@ from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
     DataFingerprints, check_collection_directory, check_finished_runs, data_config_key, finished_run, describe_runs, option_args,
-    progress_sentence, run_or_reuse, run_status,
+    left_out_runs, progress_sentence, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
@@ -293,18 +293,22 @@ def run_compare(
         raise ConfigError(f"{output_dir}: no finished run of this comparison yet. {describe_runs(missing)} {so_far}".rstrip())
     check_one_dataset_per_data_config(records, resolved)
     table = tabulate(records, base, references=references)
-    # A report of runs not all finished (another variant or seed asked for) never replaces a
-    # complete table: it is printed from a scratch directory instead.
+    # A complete table is never replaced by a report of runs not all finished (another variant or
+    # seed asked for), nor by a table that leaves out runs it holds (fewer --seeds): the new one is
+    # printed from a scratch directory instead.
     complete = (output_dir / "table.md").is_file() and "Partial table" not in (output_dir / "table.md").read_text()
+    left_out = left_out_runs(output_dir / "runs.csv", ("variant", "seed"), {(r["variant"], str(r["seed"])) for r in records})
     with tempfile.TemporaryDirectory() as scratch:
-        tables_dir = Path(scratch) if report_only and missing and complete else output_dir
+        tables_dir = Path(scratch) if complete and (report_only and missing or left_out) else output_dir
         write_tables(records, table, tables_dir, label, references, base, length_edges, missing, console)
     if so_far:  # on the screen only: the table files record results, not how far a run has come
         console.print(so_far, markup=False, highlight=False, soft_wrap=True)
     if tables_dir != output_dir:
+        which = (f"runs this one leaves out ({', '.join(f'{v} seed {s}' for v, s in left_out[:3])}"
+                 f"{', ...' if len(left_out) > 3 else ''})" if left_out else "runs this partial one lacks")
         console.print(
-            f"[yellow]printed, not written: {escape(str(output_dir))} holds a complete table (table.md), which this partial "
-            "one would replace; ask for the variants and seeds it was made of to write it again[/yellow]"
+            f"[yellow]printed, not written: {escape(str(output_dir))} holds a complete table (table.md) of {escape(which)}; "
+            "ask for the variants and seeds it was made of to write it again, or use another output_dir[/yellow]"
         )
     return table
 

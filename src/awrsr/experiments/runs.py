@@ -7,6 +7,7 @@ from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+import polars as pl
 import yaml
 from filelock import Timeout
 from rich.console import Console
@@ -284,6 +285,19 @@ def unfinished_run_state(run_dir: Path) -> str:
     if status == RESUMES:
         return f"it was interrupted{f' (at {progress})' if progress else ''}; awrsr fit --resume true continues it"
     return "it is still training, or was interrupted (awrsr fit --resume true continues it)"
+
+
+def left_out_runs(table: Path, columns: Sequence[str], current: set[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The rows (``columns``, as text) of an earlier results table (a comparison's runs.csv, a
+    tune's trials.csv) that ``current`` lacks: results of fewer runs (another --seeds,
+    --max_trials) must not replace them. None when there is no such table or it cannot be read."""
+    if not table.is_file():
+        return []
+    try:
+        earlier = pl.read_csv(table, columns=list(columns), infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError):  # damaged: nothing in it to keep
+        return []
+    return [row for row in earlier.iter_rows() if row not in current]
 
 
 def progress_sentence(runs: Iterable[tuple[str, Path, str, TrainConfig]]) -> str:

@@ -32,8 +32,8 @@ from rich.progress import Progress
 from awrsr.config_types import check_flag, checked_console
 from awrsr.errors import ConfigError, FieldValueError, TrainingDiverged, UnknownNameError
 from awrsr.experiments.runs import (
-    DataFingerprints, check_collection_directory, check_finished_runs, finished_run, known_keys, option_args, progress_sentence,
-    run_or_reuse, run_status, status_sentences,
+    DataFingerprints, check_collection_directory, check_finished_runs, finished_run, known_keys, left_out_runs, option_args,
+    progress_sentence, run_or_reuse, run_status, status_sentences,
 )
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.run_config import check_fit_args
@@ -250,13 +250,22 @@ def write_results(
     """trials.csv (best first) and best.yaml (the best trial's config) of a search whose trials
     have all finished or been skipped; returns the best row."""
     rows = best_first(rows, trials)
+    best = rows[0]
+    console.print(f"best trial {best['trial']}: valid {best['monitor']} = {best['valid']:.4f} with "
+                  + ", ".join(f"{k}={best[k]}" for k in space), markup=False)
+    left_out = left_out_runs(output_dir / "trials.csv", ("trial",), {(row["trial"],) for row in rows})
+    if left_out:  # a sample of the search (--max_trials) must not replace the whole search's choice
+        console.print(
+            f"printed, not written: {output_dir}/trials.csv holds trials this search leaves out "
+            f"({', '.join(trial for trial, in left_out[:3])}{', ...' if len(left_out) > 3 else ''}), and best.yaml "
+            "its choice among them; run the search they were made of to write them again, or use another output_dir",
+            style="yellow", markup=False, highlight=False, soft_wrap=True,
+        )
+        return best
     output_dir.mkdir(parents=True, exist_ok=True)
     # Atomic writes: processes sharing the search may finish (and write these) at the same time.
     write_text_atomic(output_dir / "trials.csv", csv_text([list(rows[0]), *[list(r.values()) for r in rows]]))
-    best = rows[0]
     write_text_atomic(output_dir / "best.yaml", (output_dir / best["trial"] / "config.yaml").read_text())
-    console.print(f"best trial {best['trial']}: valid {best['monitor']} = {best['valid']:.4f} with "
-                  + ", ".join(f"{k}={best[k]}" for k in space), markup=False)
     return best
 
 
