@@ -1169,6 +1169,8 @@ MUTANTS = [
     Mutant("M462", "src/awrsr/experiments/tune.py", "    if left_out:  # a sample", "    if False:  # a sample",
            "tests/experiments/test_experiments.py::test_tune_report_only_tabulates_what_finished_and_writes_results_only_when_nothing_is_left",
            "a search's results are not replaced by a --max_trials sample's"),
+    Mutant("M463", "src/awrsr/train/trainer.py", 'if left >= 60 else "under a minute"', 'if True else "under a minute"',
+           "tests/train/test_resume.py::test_an_unfinished_runs_progress_is_read_from_its_log_and_the_rows_a_resume_set_aside", "under a minute left is said so, not 'at most 0 min'"),
 ]
 
 

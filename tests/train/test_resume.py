@@ -150,6 +150,8 @@ def test_an_unfinished_runs_progress_is_read_from_its_log_and_the_rows_a_resume_
     assert logged_progress(tmp_path, TrainConfig(max_epochs=300)).startswith("epoch 5/300, 32.0 s per epoch lately, "
                                                                            "the epoch cap in at most 2.6 h, ")  # 295 x 32 s
     assert logged_progress(tmp_path, TrainConfig(max_epochs=5)).startswith("epoch 5/5, 32.0 s per epoch lately, best")
+    assert logged_progress(tmp_path, TrainConfig(max_epochs=6)).startswith(  # 32 s left: not "at most 0 min"
+        "epoch 5/6, 32.0 s per epoch lately, the epoch cap in under a minute, best")
     # emptied, or a value that is no number
     for unreadable in ("", "epoch,val/ndcg@10\n3,0.3\n4,0.2x", "epoch,val/ndcg@10,time/train_epoch_s\n3,0.3,3x"):
         (tmp_path / "metrics.csv").write_text(unreadable)

@@ -424,7 +424,7 @@ def write_outputs(
     seen = "seen items filtered" if switches == {True} else "seen items NOT filtered" if switches == {False} else "MIXED seen-item filtering"
     lines = [
         f"Test metrics at the best validation epoch (full ranking, {seen}), mean ± std over seeds {seeds}; "
-        f"improvement over the base mean in %, paired t-test p-value over seeds ({key}; "
+        f"improvement in % over the base's mean on the seeds both have, paired t-test p-value over those seeds ({key}; "
         "a variant marked 'vs X' is compared with X instead). s / epoch: these runs' mean training "
         "seconds per epoch (it depends on the machine and on what ran beside them).",
         "",

@@ -330,8 +330,8 @@ def recent_pace(history: pl.DataFrame, epochs_left: int, last: int = 10) -> str:
     if not per_epoch:
         return ""
     left = per_epoch * max(epochs_left, 0)
-    to_go = f"{left / 3600:.1f} h" if left >= 5400 else f"{left / 60:.0f} min"
-    return f", {per_epoch:.1f} s per epoch lately" + (f", the epoch cap in at most {to_go}" if epochs_left > 0 else "")
+    to_go = f"at most {left / 3600:.1f} h" if left >= 5400 else f"at most {left / 60:.0f} min" if left >= 60 else "under a minute"
+    return f", {per_epoch:.1f} s per epoch lately" + (f", the epoch cap in {to_go}" if epochs_left > 0 else "")
 
 
 def epoch_history(log: pl.DataFrame) -> pl.DataFrame:
