@@ -1171,6 +1171,13 @@ MUTANTS = [
            "a search's results are not replaced by a --max_trials sample's"),
     Mutant("M463", "src/awrsr/train/trainer.py", 'if left >= 60 else "under a minute"', 'if True else "under a minute"',
            "tests/train/test_resume.py::test_an_unfinished_runs_progress_is_read_from_its_log_and_the_rows_a_resume_set_aside", "under a minute left is said so, not 'at most 0 min'"),
+    Mutant("M464", "src/awrsr/experiments/tune.py", "    check_grid_is_read(config, space, trials, extra)\n", "",
+           "tests/experiments/test_experiments.py::test_tune_refuses_a_key_no_trial_reads_before_training",
+           "a grid over an option no trial reads is refused before training"),
+    Mutant("M465", "src/awrsr/experiments/tune.py", "if unread and all(key in options for options in unread):",
+           "if unread and any(key in options for options in unread):",
+           "tests/experiments/test_experiments.py::test_tune_refuses_a_key_no_trial_reads_before_training",
+           "a key that some trials read is searched, not refused"),
 ]
 
 

@@ -224,9 +224,20 @@ def inert_options(model: Any, train: Any) -> dict[str, str]:
     """
     parts = {"model": model, "train": train}
     inert = {}
-    for key, reader, is_read in _READ_ONLY_BY:
+    for key, reader in unread_options(model, train).items():
         section, name = key.split(".")
         part = parts[section]
-        if not is_read(model, train) and _plain(getattr(part, name)) != _plain(getattr(type(part)(), name)):
+        if _plain(getattr(part, name)) != _plain(getattr(type(part)(), name)):
             inert[key] = reader
     return inert
+
+
+def unread_options(model: Any, train: Any) -> dict[str, str]:
+    """``{dotted key: what reads it}`` for the options that only some parts read and that the
+    parts of ``model`` and ``train`` never read, whatever their values."""
+    return {key: reader for key, reader, is_read in _READ_ONLY_BY if not is_read(model, train)}
+
+
+def part_specific_options() -> set[str]:
+    """The options that only some parts read (``unread_options`` may name them)."""
+    return {key for key, _, _ in _READ_ONLY_BY}

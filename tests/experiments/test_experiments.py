@@ -730,6 +730,25 @@ def test_a_variant_can_be_compared_with_another_than_the_base(base_config, tmp_p
         run_compare(base_config, {"L1": {}, "x": {"compare_to": "L9"}}, [1], tmp_path / "bad", console=QUIET)
 
 
+def test_tune_refuses_a_key_no_trial_reads_before_training(tmp_path):
+    """model.refine_init_std with refine none: every value would train the same model again."""
+    base = tmp_path / "base.yaml"
+    base.write_text("train: {max_epochs: 1}\n")
+    for space, message in (
+        ({"model.refine_init_std": [0.05, 0.02]}, r"search space model.refine_init_std: no trial reads it \(only a refinement "
+                                                  r"built on n x n matrices does\), so its 2 values would train the same models again"),
+        ({"model.mask_prob": [0.2, 0.4], "train.lr": [0.1, 0.01]}, r"search space model.mask_prob: no trial reads it \(only model.name 'bert4rec' does\)"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            run_tune(str(base), space, tmp_path / "t", console=QUIET)
+    assert not (tmp_path / "t").exists()
+    # read by some trials of the grid (those with a refinement): a grid like any other
+    from awrsr.experiments.tune import check_grid_is_read, grid
+
+    space = {"model.refine_init_std": [0.05, 0.02], "model.refine": ["none", "simp"]}
+    check_grid_is_read(str(base), space, grid(space), {})
+
+
 def test_tune_with_a_missing_base_config_fails_at_once(tmp_path):
     with pytest.raises(ConfigError, match="base config not found: .*nope.yaml"):
         run_tune(str(tmp_path / "nope.yaml"), {"train.lr": [0.01, 0.001]}, tmp_path / "t", console=QUIET)

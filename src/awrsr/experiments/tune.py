@@ -116,6 +116,29 @@ def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str,
                 pass  # a combination (3 heads of a hidden size of 64): judged per trial
 
 
+def check_grid_is_read(config: str, space: dict[str, list[Any]], trials: list[dict[str, Any]], extra: dict[str, Any]) -> None:
+    """A ConfigError for a key of the space that no trial's parts read (``model.refine_init_std``
+    with ``refine: none``): its values would train the same model again and again."""
+    from awrsr.run_config import load_fit_config, part_specific_options, unread_options
+
+    keys = [key for key in space if key in part_specific_options()]
+    if not keys:  # the usual grid (lr, dropout, sizes): every part reads it
+        return
+    unread = []
+    for params in trials:
+        try:
+            resolved = load_fit_config(["--config", config, *option_args({**extra, **params})])
+        except ConfigError:  # a combination of values judged per trial
+            continue
+        unread.append(unread_options(resolved["model"], resolved["train"]))
+    for key in keys:
+        if unread and all(key in options for options in unread):
+            raise ConfigError(
+                f"search space {key}: no trial reads it (only {unread[0][key]} does), so its {len(space[key])} values "
+                "would train the same models again; remove it from the space, or search it with what reads it"
+            )
+
+
 def grid(space: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Every combination, in a stable order.
 
@@ -162,6 +185,7 @@ def run_tune(
     trials = grid(space)
     if max_trials is not None and max_trials < len(trials):
         trials = random.Random(sample_seed).sample(trials, max_trials)
+    check_grid_is_read(config, space, trials, extra)
     fingerprints = DataFingerprints()  # a finished trial is reused only on the data read now
     if report_only:
         return report_trials(config, space, trials, extra, output_dir, fingerprints, console)
