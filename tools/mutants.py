@@ -1178,6 +1178,12 @@ MUTANTS = [
            "if unread and any(key in options for options in unread):",
            "tests/experiments/test_experiments.py::test_tune_refuses_a_key_no_trial_reads_before_training",
            "a key that some trials read is searched, not refused"),
+    Mutant("M466", "src/awrsr/experiments/tune.py", '    if (output_dir / "best.yaml").is_file() and left:', "    if False:",
+           "tests/experiments/test_experiments.py::test_tune_report_only_tabulates_what_finished_and_writes_results_only_when_nothing_is_left",
+           "a widened search says best.yaml is the earlier search's until it finishes"),
+    Mutant("M467", "src/awrsr/experiments/tune.py", "        and recorded_skip(output_dir / trial_name(params), {**extra, **params}) is None\n", "\n",
+           "tests/experiments/test_experiments.py::test_tune_report_only_tabulates_what_finished_and_writes_results_only_when_nothing_is_left",
+           "a skipped trial is not one left to train"),
 ]
 
 

@@ -364,8 +364,13 @@ def test_tune_report_only_tabulates_what_finished_and_writes_results_only_when_n
                  report_only=report_only)
         assert "printed, not written: " in shown.getvalue() and "trials.csv holds trials this search leaves out" in shown.getvalue()
         assert {name: (search / name).read_text() for name in written} == written
-    # a wider search holds every trial of the earlier one: its results are written
-    run_tune(base_config, {**space, "train.lr": [0.01, 0.001, 0.005]}, search, extra=extra, console=QUIET)
+    # a wider search holds every trial of the earlier one: its results are written, and until then
+    # the earlier ones are said to be the earlier search's
+    wider = {**space, "train.lr": [0.01, 0.001, 0.005]}
+    for notes in (True, False):  # once all its trials have finished (or are skipped), no note
+        shown = io.StringIO()
+        run_tune(base_config, wider, search, extra=extra, console=Console(file=shown, width=300))
+        assert ("are an earlier search's results; this search's replace them when its last trial finishes" in shown.getvalue()) == notes
     assert len((search / "trials.csv").read_text().splitlines()) == 4
     with pytest.raises(ConfigError, match="report_only must be true or false"):
         run_tune(base_config, space, search, extra=extra, console=QUIET, report_only="no")

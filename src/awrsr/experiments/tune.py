@@ -36,6 +36,7 @@ from awrsr.experiments.runs import (
     progress_sentence, run_or_reuse, run_status, status_sentences,
 )
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
+from awrsr.infer.artifact import METRICS_FILE
 from awrsr.run_config import check_fit_args
 from awrsr.strict_yaml import check_unique_keys
 
@@ -193,6 +194,16 @@ def run_tune(
     check_finished_runs(
         ((config, {**extra, **params}, output_dir / trial_name(params)) for params in trials), fingerprints,
     )
+    left = [
+        params for params in trials if not (output_dir / trial_name(params) / METRICS_FILE).is_file()
+        and recorded_skip(output_dir / trial_name(params), {**extra, **params}) is None
+    ]
+    if (output_dir / "best.yaml").is_file() and left:
+        # a widened search: until its last trial finishes, best.yaml is the earlier search's choice
+        console.print(
+            f"note: {output_dir}/best.yaml and trials.csv are an earlier search's results; this search's "
+            "replace them when its last trial finishes", style="yellow", markup=False, highlight=False, soft_wrap=True,
+        )
     with Progress(console=console, transient=False) as progress:
         task = progress.add_task(f"{len(trials)} trials", total=len(trials))
         # Trials another process is training are left for last, then awaited (see run_or_reuse):
