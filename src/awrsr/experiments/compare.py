@@ -304,10 +304,10 @@ def run_compare(
     if so_far:  # on the screen only: the table files record results, not how far a run has come
         console.print(so_far, markup=False, highlight=False, soft_wrap=True)
     if tables_dir != output_dir:
-        which = (f"runs this one leaves out ({', '.join(f'{v} seed {s}' for v, s in left_out[:3])}"
-                 f"{', ...' if len(left_out) > 3 else ''})" if left_out else "runs this partial one lacks")
+        which = (f" of runs this one leaves out ({', '.join(f'{v} seed {s}' for v, s in left_out[:3])}"
+                 f"{', ...' if len(left_out) > 3 else ''})" if left_out else ", which this partial one would replace")
         console.print(
-            f"[yellow]printed, not written: {escape(str(output_dir))} holds a complete table (table.md) of {escape(which)}; "
+            f"[yellow]printed, not written: {escape(str(output_dir))} holds a complete table (table.md){escape(which)}; "
             "ask for the variants and seeds it was made of to write it again, or use another output_dir[/yellow]"
         )
     return table

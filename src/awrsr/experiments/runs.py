@@ -290,7 +290,7 @@ def unfinished_run_state(run_dir: Path) -> str:
 def left_out_runs(table: Path, columns: Sequence[str], current: set[tuple[str, ...]]) -> list[tuple[str, ...]]:
     """The rows (``columns``, as text) of an earlier results table (a comparison's runs.csv, a
     tune's trials.csv) that ``current`` lacks: results of fewer runs (another --seeds,
-    --max_trials) must not replace them. None when there is no such table or it cannot be read."""
+    --max_trials) must not replace them. Empty when there is no such table or it cannot be read."""
     if not table.is_file():
         return []
     try:

@@ -292,7 +292,7 @@ def write_results(
     if left_out:  # a sample of the search (--max_trials) must not replace the whole search's choice
         console.print(
             f"printed, not written: {output_dir}/trials.csv holds trials this search leaves out "
-            f"({', '.join(trial for trial, in left_out[:3])}{', ...' if len(left_out) > 3 else ''}), and best.yaml "
+            f"({', '.join(row[0] for row in left_out[:3])}{', ...' if len(left_out) > 3 else ''}), and best.yaml "
             "its choice among them; run the search they were made of to write them again, or use another output_dir",
             style="yellow", markup=False, highlight=False, soft_wrap=True,
         )
