@@ -425,9 +425,29 @@ def test_attention_heatmap_shows_the_users_last_positions(monkeypatch, tmp_path)
     plot_attention(AttentionCase(model, inputs, 4, "t"), tmp_path / "a.png")
     with torch.no_grad():
         weights = model.encode(inputs, need_weights=True)[1][0].base[0, 0]
-    shown = np.asarray(drawn[0].axes[0].images[0].get_array())
+    shown = np.ma.filled(drawn[0].axes[0].images[0].get_array(), np.nan)
     assert shown.shape == (4, 4)
-    np.testing.assert_allclose(shown, weights[-4:, -4:].numpy())  # the last 4 items, no padding
+    expected = weights[-4:, -4:].numpy()
+    # the last 4 items, no padding; a masked (later) key is no weight: blank (grey), not dark as a small one
+    np.testing.assert_allclose(shown, np.where(expected == 0, np.nan, expected))
+    assert np.isnan(shown[np.triu_indices(4, 1)]).all() and not np.isnan(shown[np.tril_indices(4)]).any()
+
+
+def test_attention_panels_share_one_colour_scale_and_name_the_head(monkeypatch, tmp_path):
+    """A and B on their own scales made one colour two weights: B's brightest looked like A's."""
+    from awrsr.experiments.figures import AttentionCase, plot_attention
+
+    model = build_tiny("sasrec", "dot", "simp", parameters="random", num_blocks=2, num_heads=2).eval()
+    inputs = torch.tensor([[0, 0, 0, 3, 4, 5, 6, 7]])
+    drawn = captured_figures(monkeypatch)
+    plot_attention(AttentionCase(model, inputs, 5, "test user 0"), tmp_path / "a.png")
+    images = [ax.images[0] for ax in drawn[0].axes if ax.images]
+    assert len(images) == 4 and len({image.get_clim() for image in images}) == 1
+    with torch.no_grad():
+        weights = model.encode(inputs, need_weights=True)[1]
+    top = max(float(m[0, 0, -5:, -5:].max()) for w in weights for m in (w.base, w.refined))
+    assert images[0].get_clim() == (0, pytest.approx(top))
+    assert drawn[0]._suptitle.get_text() == "test user 0; head 1 of 2"
 
 
 def test_attention_case_holds_the_chosen_users_history(trained_run):
@@ -488,6 +508,44 @@ def test_curves_draw_the_logged_series_per_epoch(tmp_path, monkeypatch):
     assert [list(line.get_xdata()) for line in valid.get_lines()] == [[1, 2, 3], [1, 2, 3]]
     assert [list(line.get_ydata()) for line in valid.get_lines()] == [[0.3, 0.1, 0.2], [0.5, 0.4, 0.6]]
     assert [list(line.get_ydata()) for line in grad.get_lines()] == [[7.0, 8.0, 9.0], [7.0, 8.0, 18.0]]
+
+
+def test_curves_give_every_finished_seed_one_weight_put_runs_so_far_on_top_and_wide_norms_on_a_log_scale(tmp_path, monkeypatch):
+    """A variant of one seed was drawn bolder than those of three (it read as the highlighted
+    result); a seed still training lay hidden under its variant's finished lines; one variant's
+    large gradient norms flattened every other into a line."""
+    from awrsr.experiments import figures
+
+    def run(path, values, grads):
+        path.mkdir(parents=True)
+        (path / "metrics.json").write_text("{}")
+        pl.DataFrame({"epoch": [1, 2, 3], "val/ndcg@5": values, "train/grad_norm": grads}).write_csv(path / "history.csv")
+
+    for seed in (1, 2):
+        run(tmp_path / "c" / "none" / f"seed-{seed}", [0.3, 0.1, 0.2], [0.1, 0.2, 0.1])
+    run(tmp_path / "c" / "simp" / "seed-1", [0.5, 0.4, 0.6], [3.0, 4.0, 5.0])  # 50 x the base's norms
+    training = tmp_path / "c" / "simp" / "seed-2"
+    (training / "checkpoints").mkdir(parents=True)
+    lightning_log([0, 1], [0.45, 0.5], [3.0, 3.5]).write_csv(training / "metrics.csv")
+    drawn = captured_figures(monkeypatch)
+    figures.draw_figures(tmp_path / "c", figures=["curves"])
+    valid, grad = (fig.axes[0] for fig in drawn)
+    finished, so_far = valid.get_lines()[:3], valid.get_lines()[3]
+    assert {(line.get_linewidth(), line.get_alpha()) for line in finished} == {(1.0, 0.7)}  # simp's one seed too
+    assert so_far.get_zorder() > max(line.get_zorder() for line in finished)
+    assert so_far.get_marker() == "o" and list(so_far.get_markevery()) == [1]  # marked where it stands now
+    assert grad.get_yscale() == "log" and grad.get_ylabel() == "gradient norm (epoch mean) (log scale)"
+    assert valid.get_yscale() == "linear"  # NDCG's own range is read as it is
+
+
+def test_ndcg_at_n_ticks_its_ends_and_the_tables_cut_offs(tmp_path, monkeypatch):
+    from awrsr.experiments import figures
+
+    runs = {"none": [tmp_path / "a"]}
+    monkeypatch.setattr(figures, "_test_ranks", lambda run_dir, data_path: np.array([1, 3, 12]))
+    drawn = captured_figures(monkeypatch)
+    figures.plot_ndcg_at_n(runs, tmp_path / "n.png")
+    assert list(drawn[0].axes[0].get_xticks()) == [1, 5, 10, 15, 20]
 
 
 def lightning_log(epochs, ndcg, grad):
@@ -648,6 +706,7 @@ def test_bars_by_length_show_each_variants_mean_and_std(tmp_path, monkeypatch):
     assert spans == [(0.19, 0.21), (0.38, 0.42), (0.27, 0.33), (0.46, 0.54)]
     assert ax.get_ylabel() == "test NDCG@10, mean over seeds"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1-5\n(10)", ">5\n(4)"]
+    assert ax.get_legend().get_title().get_text() == "mean ± std of 2 seeds"  # what the error bars are
 
 
 def test_a_run_in_the_table_that_is_training_again_is_not_drawn(tmp_path):

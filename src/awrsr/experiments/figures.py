@@ -131,7 +131,7 @@ def _save(fig: plt.Figure, out: Path) -> None:
 
 def plot_curves(
     runs: dict[str, list[Path]], column: str, ylabel: str, out: Path, styles: dict[str, VariantStyle] | None = None,
-    so_far: dict[str, list[Path]] | None = None,
+    so_far: dict[str, list[Path]] | None = None, log_if_wide: bool = False,
 ) -> Path | None:
     """``column`` of each run's history per epoch, one line per seed in its variant's look (early
     stopping ends seeds at different epochs, so they are not averaged); None (no file) if no run
@@ -144,20 +144,24 @@ def plot_curves(
     if not logged and not training:
         return None
     labels, seeds_each = _seed_labels({label: len(histories) for label, histories in logged.items()})
+    several = any(len(histories) > 1 for histories in logged.values())
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, histories in logged.items():
         for i, (_, history) in enumerate(histories):
-            _draw_history(ax, history, column, styles[label].color, styles[label].linestyle, faint=len(histories) > 1,
+            # one weight for every finished seed: a variant of one seed must not stand out as bolder
+            _draw_history(ax, history, column, styles[label].color, styles[label].linestyle, faint=several,
                           label=labels[label] if i == 0 else None)
     for label, histories in training.items():
         seeds = ", ".join(run.name for run, _ in histories)
         for i, (_, history) in enumerate(histories):
+            # on top of the finished seeds, with a mark where each stands now
             _draw_history(ax, history, column, styles[label].color, SO_FAR_LINE_STYLE, faint=True,
-                          label=f"{label}: {seeds} so far" if i == 0 else None)
+                          label=f"{label}: {seeds} so far" if i == 0 else None, so_far=True)
+    if log_if_wide and _spans_decades(ax):  # one variant's large norms would flatten all others
+        ax.set_yscale("log")
     ax.set_xlabel("epoch")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel(ylabel)
-    several = any(len(histories) > 1 for histories in logged.values())
+    ax.set_ylabel(ylabel + (" (log scale)" if ax.get_yscale() == "log" else ""))
     _legend(ax, None if not several else f"one line per seed, {seeds_each} each" if seeds_each else "one line per seed")
     _save(fig, out)
     plt.close(fig)
@@ -172,12 +176,27 @@ def _logged(runs: dict[str, list[Path]], column: str) -> dict[str, list[tuple[Pa
 
 def _draw_history(
     ax: plt.Axes, history: pl.DataFrame, column: str, color: str, linestyle: str, faint: bool, label: str | None,
+    so_far: bool = False,
 ) -> None:
     data = history.select("epoch", column).drop_nulls()
+    # one epoch is a point (no line would show it); a run still training is marked where it stands
+    # now, and drawn above the finished seeds' lines, which would hide it
     ax.plot(data["epoch"], data[column], color=color, linestyle=linestyle,
             alpha=0.7 if faint else 1.0, linewidth=1.0 if faint else 1.5,
-            marker="o" if len(data) == 1 else None,  # one epoch is a point: no line would show it
+            marker="o" if len(data) == 1 or so_far else None, markersize=4,
+            markevery=[len(data) - 1] if so_far and len(data) else None, zorder=3 if so_far else 2,
             label=label)
+
+
+# A gradient norm's range wider than this is drawn on a log scale (one variant's outliers, or
+# another backbone's scale, would flatten the rest into a line).
+LOG_SCALE_RATIO = 20.0
+
+
+def _spans_decades(ax: plt.Axes) -> bool:
+    values = np.concatenate([np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()] or [np.array([])])
+    values = values[np.isfinite(values)]
+    return bool(values.size) and values.min() > 0 and values.max() / values.min() > LOG_SCALE_RATIO
 
 
 def learning_curves(
@@ -187,7 +206,7 @@ def learning_curves(
     ``so_far``: seeds still training, as ``plot_curves`` draws them."""
     return [
         plot_curves(runs, "val/ndcg@5", "validation NDCG@5", out / "valid_ndcg5.png", styles, so_far),
-        plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png", styles, so_far),
+        plot_curves(runs, "train/grad_norm", "gradient norm (epoch mean)", out / "grad_norm.png", styles, so_far, log_if_wide=True),
     ]
 
 
@@ -226,7 +245,7 @@ def plot_ndcg_at_n(
     if several:
         ax.set_title("band: lowest to highest seed", fontsize="small")
     ax.set_xlabel("N")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xticks([n for n in (1, 5, 10, 15, 20) if n <= max_n])  # the ends and the tables' cut-offs
     ax.set_ylabel("test NDCG@N")
     _legend(ax, None if not several else f"mean of {seeds_each} seeds" if seeds_each else "mean over seeds")
     _save(fig, out)
@@ -261,7 +280,9 @@ def plot_by_length(table_csv: Path, out: Path, styles: dict[str, VariantStyle] |
     ax.set_xlabel("history length (test users)")
     metric = table["metric"][0].upper().replace("HR@", "Recall@")
     ax.set_ylabel(f"test {metric}, mean over seeds")
-    _legend(ax, None)
+    seeds = {variant: int(table.filter(pl.col("variant").cast(pl.Utf8) == variant)["runs"].max()) for variant in variants}
+    numbers = set(seeds.values())
+    _legend(ax, f"mean ± std of {numbers.pop()} seeds" if len(numbers) == 1 else "mean ± std over each one's seeds")
     _save(fig, out)
     plt.close(fig)
     return out
@@ -365,18 +386,25 @@ def plot_attention(case: AttentionCase, out: Path) -> Path:
         _, weights = case.model.encode(case.inputs, need_weights=True)
     rows = attention_panels(weights)
     columns, k = len(rows[0]), case.positions
+    shown = [[matrix[0, 0, -k:, -k:].float().numpy() for _, matrix in row] for row in rows]
+    # One scale for every panel, so that one colour is one weight in A and in B; a weight of
+    # exactly 0 is a masked key (a later position, padding), drawn grey, not as a small weight.
+    vmax = max(float(panel.max()) for row in shown for panel in row) or 1.0
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="0.85")
     fig, axes = plt.subplots(len(rows), columns, figsize=(4 * columns, 3.6 * len(rows)), squeeze=False)
     for r, row in enumerate(rows):
-        for c, (name, matrix) in enumerate(row):
+        for c, (name, _) in enumerate(row):
             ax = axes[r][c]
-            image = ax.imshow(matrix[0, 0, -k:, -k:].numpy(), cmap="viridis", vmin=0)
+            image = ax.imshow(np.where(shown[r][c] == 0, np.nan, shown[r][c]), cmap=cmap, vmin=0, vmax=vmax)
             ax.set_title(name)
             ax.set_xlabel("key position")
             ax.set_ylabel("query position")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
             fig.colorbar(image, ax=ax, fraction=0.046)
-    fig.suptitle(case.title)
+    heads = weights[0].base.shape[1]
+    fig.suptitle(f"{case.title}; head 1 of {heads}" if heads > 1 else case.title)
+    fig.text(0.5, 0.0, "grey: masked (weight 0); one colour scale for every panel", ha="center", va="top", fontsize="small")
     _save(fig, out)
     plt.close(fig)
     return out
