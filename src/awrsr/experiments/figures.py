@@ -280,9 +280,10 @@ def plot_by_length(table_csv: Path, out: Path, styles: dict[str, VariantStyle] |
     ax.set_xlabel("history length (test users)")
     metric = table["metric"][0].upper().replace("HR@", "Recall@")
     ax.set_ylabel(f"test {metric}, mean over seeds")
-    seeds = {variant: int(table.filter(pl.col("variant").cast(pl.Utf8) == variant)["runs"].max()) for variant in variants}
-    numbers = set(seeds.values())
-    _legend(ax, f"mean ± std of {numbers.pop()} seeds" if len(numbers) == 1 else "mean ± std over each one's seeds")
+    numbers = set(table.group_by("variant").agg(pl.col("runs").max())["runs"].to_list())  # seeds per variant
+    title = "mean ± std over seeds (counts differ)" if len(numbers) > 1 else (
+        "one seed (no error bars)" if numbers == {1} else f"mean ± std of {numbers.pop()} seeds")
+    _legend(ax, title)
     _save(fig, out)
     plt.close(fig)
     return out
