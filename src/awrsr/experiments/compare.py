@@ -186,7 +186,7 @@ def check_variants_differ(resolved: Mapping[str, Mapping[str, Any]], references:
     pairs = [(name, reference) for name, reference in references.items() if name != reference]
     pairs += [
         (name, other) for i, name in enumerate(names) for other in names[:i]
-        if (name, other) not in pairs and (other, name) not in pairs
+        if references.get(name) != other and references.get(other) != name  # not a pair above
     ]
     for name, other in pairs:
         mine, theirs = resolved[name], resolved[other]

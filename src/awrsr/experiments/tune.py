@@ -37,7 +37,7 @@ from awrsr.experiments.runs import (
 )
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.infer.artifact import METRICS_FILE
-from awrsr.run_config import check_fit_args
+from awrsr.run_config import check_fit_args, load_fit_config, part_specific_options, unread_options
 from awrsr.strict_yaml import check_unique_keys
 
 
@@ -100,7 +100,6 @@ def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str,
                 f"so every trial must be scored {alike}; set {key} in the base config or with --set"
             )
     from awrsr.models import build_model
-    from awrsr.run_config import load_fit_config
 
     for key, values in space.items():
         for value in values:
@@ -120,8 +119,6 @@ def check_grid_values(config: str, space: dict[str, list[Any]], extra: dict[str,
 def check_grid_is_read(config: str, space: dict[str, list[Any]], trials: list[dict[str, Any]], extra: dict[str, Any]) -> None:
     """A ConfigError for a key of the space that no trial's parts read (``model.refine_init_std``
     with ``refine: none``): its values would train the same model again and again."""
-    from awrsr.run_config import load_fit_config, part_specific_options, unread_options
-
     keys = [key for key in space if key in part_specific_options()]
     if not keys:  # the usual grid (lr, dropout, sizes): every part reads it
         return
