@@ -1031,8 +1031,8 @@ MUTANTS = [
     Mutant("M368", "src/awrsr/experiments/figures.py", "    if not stats.removed_users:\n        return \"\"",
            "    if True:\n        return \"\"", "tests/experiments/test_figures.py",
            "plot --user_id of a user the k-core removed says the k-core may have removed it"),
-    Mutant("M369", "src/awrsr/experiments/figures.py", 'marker="o" if len(data) == 1 or so_far else None,',
-           'marker="o" if so_far else None,', "tests/experiments/test_figures.py", "a one-epoch curve is drawn as a point"),
+    Mutant("M369", "src/awrsr/experiments/figures.py", 'marker = "o" if len(data) == 1 or so_far else',
+           'marker = "o" if so_far else', "tests/experiments/test_figures.py", "a one-epoch curve is drawn as a point"),
     Mutant("M370", "benchmarks/compare_queue.py", "        claim.unlink(missing_ok=True)\n", "        pass\n",
            "tests/test_benchmark_scripts.py", "a queue removes its workers' claim files when they are done"),
     Mutant("M414", "src/awrsr/experiments/runs.py", "    if run_files:\n", "    if False:\n",
@@ -1197,6 +1197,12 @@ MUTANTS = [
            "tests/experiments/test_figures.py::test_attention_panels_share_one_colour_scale_and_name_the_head", "A and B share one colour scale"),
     Mutant("M472", "src/awrsr/experiments/figures.py", "np.where(shown[r][c] == 0, np.nan, shown[r][c])", "shown[r][c]",
            "tests/experiments/test_figures.py::test_attention_heatmap_shows_the_users_last_positions", "a masked key is blank, not a small weight"),
+    Mutant("M473", "src/awrsr/experiments/figures.py", "at = epochs.index(selected) if selected in epochs else None", "at = None",
+           "tests/experiments/test_figures.py::test_curves_mark_each_finished_runs_selected_epoch_and_say_what_chose_it",
+           "a finished run's curve marks its selected epoch"),
+    Mutant("M474", "src/awrsr/experiments/figures.py", "for entry in extra)]", "for entry in extra[:0])]",
+           "tests/experiments/test_figures.py::test_curves_mark_each_finished_runs_selected_epoch_and_say_what_chose_it",
+           "the legend names the metric that selected the marked epoch"),
 ]
 
 

@@ -539,6 +539,32 @@ def test_curves_give_every_finished_seed_one_weight_put_runs_so_far_on_top_and_w
     assert valid.get_yscale() == "linear"  # NDCG's own range is read as it is
 
 
+def test_curves_mark_each_finished_runs_selected_epoch_and_say_what_chose_it(tmp_path, monkeypatch):
+    """Validation NDCG@5 may peak at another epoch than the monitored NDCG@10, which chose the
+    weights a run kept and tested: each finished seed's curve marks that epoch, the legend names
+    the monitor, and a record without a selection (an older run) draws a plain line."""
+    from awrsr.experiments import figures
+
+    def run(path, best_epoch):
+        path.mkdir(parents=True)
+        selection = {} if best_epoch is None else {"selection": {"monitor": "valid ndcg@10", "best_epoch": best_epoch}}
+        (path / "metrics.json").write_text(json.dumps(selection))
+        pl.DataFrame({"epoch": [1, 2, 3, 4], "val/ndcg@5": [0.1, 0.3, 0.2, 0.25]}).write_csv(path / "history.csv")
+
+    run(tmp_path / "c" / "none" / "seed-1", 3)
+    run(tmp_path / "c" / "none" / "seed-2", 1)
+    run(tmp_path / "c" / "simp" / "seed-1", None)
+    run(tmp_path / "c" / "simp" / "seed-2", 9)  # not among the logged epochs: nothing to mark
+    drawn = captured_figures(monkeypatch)
+    figures.draw_figures(tmp_path / "c", figures=["curves"])
+    valid = drawn[0].axes[0]
+    lines = valid.get_lines()
+    assert [(line.get_marker(), line.get_markevery()) for line in lines[:2]] == [("x", [2]), ("x", [0])]
+    assert all(line.get_marker() in (None, "None", "") for line in lines[2:])
+    assert len(lines) == 4  # the legend's key is no line on the axes
+    assert [t.get_text() for t in valid.get_legend().get_texts()][-1] == "selected epoch (best valid ndcg@10)"
+
+
 def test_ndcg_at_n_ticks_its_ends_and_the_tables_cut_offs(tmp_path, monkeypatch):
     from awrsr.experiments import figures
 

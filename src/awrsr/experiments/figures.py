@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -19,6 +20,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
@@ -74,6 +76,7 @@ def read_result_table(path: Path, columns: list[str], text: Sequence[str] = ()) 
 # every figure of a comparison.
 LINE_STYLES = ("-", "--", "-.", (0, (3, 1, 1, 1, 1, 1)))  # dash-dot-dot: ":" is kept for runs so far
 SO_FAR_LINE_STYLE = ":"  # a comparison's seeds still training, in their variant's colour
+SELECTED_MARKER = "x"  # on each finished run's curve, the epoch whose weights it kept
 HATCHES = ("", "//", "..", "xx")
 LEGEND_INSIDE_MAX = 6  # more entries than this go beside the axes, where they hide no data
 LEGEND_INSIDE_CHARS = 30  # and so does a longer label (a tune's trials name their settings)
@@ -109,15 +112,17 @@ def _seed_labels(counts: dict[str, int]) -> tuple[dict[str, str], int | None]:
     return {label: f"{label} ({n} seed{'s' if n != 1 else ''})" for label, n in counts.items()}, None
 
 
-def _legend(ax: plt.Axes, title: str | None) -> None:
-    labels = ax.get_legend_handles_labels()[1]
+def _legend(ax: plt.Axes, title: str | None, extra: Sequence[Line2D] = ()) -> None:
+    """The axes' labelled artists, then ``extra`` entries that stand for no drawn line (a marker's key)."""
+    handles, labels = ax.get_legend_handles_labels()
+    handles, labels = [*handles, *extra], [*labels, *(entry.get_label() for entry in extra)]
     wide = max(map(len, labels), default=0) > LEGEND_INSIDE_CHARS
     if len(labels) > LEGEND_INSIDE_MAX or wide:
-        legend = ax.legend(fontsize="small", title=title, title_fontsize="small",
+        legend = ax.legend(handles, labels, fontsize="small", title=title, title_fontsize="small",
                            loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
         legend.set_in_layout(False)  # the axes keep their size; the saved file grows to hold it
     else:
-        ax.legend(fontsize="small", title=title, title_fontsize="small")
+        ax.legend(handles, labels, fontsize="small", title=title, title_fontsize="small")
 
 
 def _save(fig: plt.Figure, out: Path) -> None:
@@ -137,7 +142,10 @@ def plot_curves(
     stopping ends seeds at different epochs, so they are not averaged); None (no file) if no run
     logged it (runs made before the column existed are left out of the figure). ``so_far``:
     {variant: its seeds still training}, each drawn from its log, dotted in its variant's colour,
-    with one legend entry per variant that names them ("simp: seed-44 so far")."""
+    with one legend entry per variant that names them ("simp: seed-44 so far"). A finished run's
+    selected epoch (the best by its monitored validation metric, whose weights it kept and tested)
+    is marked on its line, so that a curve that peaks elsewhere (NDCG@5 against a monitored
+    NDCG@10) is not read as the tested model."""
     styles = _with_styles([*runs, *(so_far or {})], styles)
     logged = _logged(runs, column)
     training = _logged(so_far or {}, column)
@@ -146,11 +154,15 @@ def plot_curves(
     labels, seeds_each = _seed_labels({label: len(histories) for label, histories in logged.items()})
     several = any(len(histories) > 1 for histories in logged.values())
     fig, ax = plt.subplots(figsize=(6, 4))
+    monitors = []
     for label, histories in logged.items():
-        for i, (_, history) in enumerate(histories):
+        for i, (run, history) in enumerate(histories):
+            selection = _selection(run)
+            if selection is not None:
+                monitors.append(selection[1])
             # one weight for every finished seed: a variant of one seed must not stand out as bolder
             _draw_history(ax, history, column, styles[label].color, styles[label].linestyle, faint=several,
-                          label=labels[label] if i == 0 else None)
+                          label=labels[label] if i == 0 else None, selected=selection[0] if selection else None)
     for label, histories in training.items():
         seeds = ", ".join(run.name for run, _ in histories)
         for i, (_, history) in enumerate(histories):
@@ -162,7 +174,10 @@ def plot_curves(
     ax.set_xlabel("epoch")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel + (" (log scale)" if ax.get_yscale() == "log" else ""))
-    _legend(ax, None if not several else f"one line per seed, {seeds_each} each" if seeds_each else "one line per seed")
+    marker_key = [Line2D([], [], color="0.3", marker=SELECTED_MARKER, linestyle="none",
+                         label=f"selected epoch (best {' / '.join(dict.fromkeys(monitors))})")] if monitors else []
+    _legend(ax, None if not several else f"one line per seed, {seeds_each} each" if seeds_each else "one line per seed",
+            marker_key)
     _save(fig, out)
     plt.close(fig)
     return out
@@ -174,18 +189,33 @@ def _logged(runs: dict[str, list[Path]], column: str) -> dict[str, list[tuple[Pa
     return {label: histories for label, histories in logged.items() if histories}
 
 
+def _selection(run: Path) -> tuple[int, str] | None:
+    """A finished run's selected epoch and the metric that chose it (metrics.json's "selection"),
+    None for a record without them (one made before they were recorded, or not awrsr's)."""
+    try:
+        selection = json.loads((run / METRICS_FILE).read_text()).get("selection") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    epoch, monitor = selection.get("best_epoch"), selection.get("monitor")
+    return (epoch, str(monitor)) if isinstance(epoch, int) and not isinstance(epoch, bool) and monitor else None
+
+
 def _draw_history(
     ax: plt.Axes, history: pl.DataFrame, column: str, color: str, linestyle: str, faint: bool, label: str | None,
-    so_far: bool = False,
+    so_far: bool = False, selected: int | None = None,
 ) -> None:
     data = history.select("epoch", column).drop_nulls()
+    epochs = data["epoch"].to_list()
+    at = epochs.index(selected) if selected in epochs else None
     # one epoch is a point (no line would show it); a run still training is marked where it stands
-    # now, and drawn above the finished seeds' lines, which would hide it
+    # now, and drawn above the finished seeds' lines, which would hide it; a finished one where
+    # its selected epoch is
+    marker = "o" if len(data) == 1 or so_far else SELECTED_MARKER if at is not None else None
+    every = [len(data) - 1] if so_far and len(data) else [at] if marker == SELECTED_MARKER else None
     ax.plot(data["epoch"], data[column], color=color, linestyle=linestyle,
             alpha=0.7 if faint else 1.0, linewidth=1.0 if faint else 1.5,
-            marker="o" if len(data) == 1 or so_far else None, markersize=4,
-            markevery=[len(data) - 1] if so_far and len(data) else None, zorder=3 if so_far else 2,
-            label=label)
+            marker=marker, markersize=6 if marker == SELECTED_MARKER else 4,
+            markevery=every, zorder=3 if so_far else 2, label=label)
 
 
 # A gradient norm's range wider than this is drawn on a log scale (one variant's outliers, or
