@@ -234,14 +234,19 @@ def test_archive_runs_packs_runs_without_their_optional_files(tmp_path):
         if seed == 43:
             continue  # the last run sorted has no test_ranks.npy
         (run / "test_ranks.npy").write_bytes(b"x")
+    # the tables, without which figures drawn from the archive ordered variants by name and had no bars by length
+    for table in ("runs.csv", "table.md", "by_length.csv"):
+        (tmp_path / "cmp" / table).write_text("x\n")
     archive = tmp_path / "runs.tar.gz"
     done = subprocess.run(["bash", str(ROOT / "benchmarks" / "archive_runs.sh"), str(tmp_path / "cmp"), str(archive)],
                           capture_output=True, text=True)
     assert done.returncode == 0 and "2 finished run(s)" in done.stdout, done.stderr
     with tarfile.open(archive) as packed:
         assert sorted(packed.getnames()) == [
+            "cmp/by_length.csv",
             "cmp/none/seed-42/config.yaml", "cmp/none/seed-42/metrics.json", "cmp/none/seed-42/test_ranks.npy",
             "cmp/none/seed-43/config.yaml", "cmp/none/seed-43/metrics.json",
+            "cmp/runs.csv", "cmp/table.md",
         ]
 
 
