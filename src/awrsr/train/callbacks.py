@@ -163,14 +163,17 @@ class RandomState(L.Callback):
 
 class InterruptNotice(L.Callback):
     """Says how to go on when Ctrl-C or SIGTERM (``kill``, a job scheduler, ``docker stop``) stops
-    training; the process then exits with status 1 or 143, never 0 (``train_model``)."""
+    training; the process then exits with status 130 or 143, never 0 (``train_model``, which reads
+    ``interrupted``)."""
 
     def __init__(self, last_checkpoint: Path) -> None:
         self.last_checkpoint = last_checkpoint
+        self.interrupted = False  # by Ctrl-C (Lightning then exits with 1)
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
         if isinstance(exception, KeyboardInterrupt):
             how = "interrupted"
+            self.interrupted = True
         elif isinstance(exception, SIGTERMException):
             how = "stopped by SIGTERM"
         else:

@@ -107,7 +107,8 @@ def train_model(
     )
     timer = EpochTimer()
     early_stopping = ResumableEarlyStopping(monitor=monitor, mode="max", patience=train.patience)
-    callbacks = [checkpoint, last, timer, GradientNorm(), early_stopping, RandomState(), InterruptNotice(resume_from)]
+    notice = InterruptNotice(resume_from)
+    callbacks = [checkpoint, last, timer, GradientNorm(), early_stopping, RandomState(), notice]
     # The budget is checked when an epoch ends (Lightning's own max_time checks after every batch):
     # a run may overrun it by one epoch but never stops inside one, which it would then count as
     # complete, validate and checkpoint, so that a resumed run skipped the rest of that epoch.
@@ -166,6 +167,10 @@ def train_model(
         ) from None
     except SIGTERMException:  # a SystemExit without a code: the process would exit 0, as if it had finished
         raise SystemExit(128 + signal.SIGTERM) from None
+    except SystemExit:  # Lightning's exit(1) after Ctrl-C: the shell's 130, as Ctrl-C anywhere else gives
+        if notice.interrupted:
+            raise SystemExit(128 + signal.SIGINT) from None
+        raise
     if resume:  # Lightning's logger started the file afresh
         merge_logs(checkpoint_dir / EARLIER_LOG, run_dir / LOG_FILE)
 
