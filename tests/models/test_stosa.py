@@ -57,6 +57,21 @@ def test_pairwise_squared_distances_stay_float32_under_bf16(shape_a, shape_b):
     assert torch.allclose(got.double(), direct, atol=2e-3)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_covariance_map_gives_its_branchwise_form_bit_for_bit_values_and_gradients(dtype):
+    """``positive`` is a two-pass autograd function (session 49: a quarter of a STOSA step went to
+    the five passes of where(x > 0, x + 1, exp(min(x, 0)))); it must give that form's values and
+    gradients exactly, at 0, -0, the infinities and far out on both sides too."""
+    torch.manual_seed(0)
+    specials = torch.tensor([0.0, -0.0, 50.0, -200.0, 1e-30, -1e-30, float("inf"), float("-inf")])
+    x = torch.cat([torch.randn(4000) * 5, specials]).to(dtype)
+    ours, branchwise = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    got, want = positive(ours), torch.where(branchwise > 0, branchwise + 1.0, torch.exp(branchwise.clamp(max=0.0)))
+    upstream = torch.randn(x.shape).to(dtype)
+    assert torch.equal(got, want) and got.dtype == dtype
+    assert torch.equal(torch.autograd.grad(got, ours, upstream)[0], torch.autograd.grad(want, branchwise, upstream)[0])
+
+
 def test_the_covariance_map_is_elu_plus_one_and_keeps_small_covariances_in_bf16():
     x = torch.linspace(-30, 5, 701, dtype=torch.float64)
     x.requires_grad_(True)

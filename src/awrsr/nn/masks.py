@@ -94,11 +94,15 @@ def _additive(allowed: Tensor, masked: float, dtype: torch.dtype) -> Tensor:
     return torch.where(allowed, zero, torch.full((), masked, dtype=dtype, device=allowed.device))
 
 
-def masked_softmax(logits: Tensor, mask: AttentionMask | Tensor) -> Tensor:
+def masked_softmax(logits: Tensor, mask: AttentionMask | Tensor, zero_padded_rows: bool = True) -> Tensor:
     """Softmax over the last dim restricted to the allowed keys (an ``AttentionMask``, or a bool
     tensor of allowed entries); masked entries are exactly 0, and an all-masked row gives zeros
     instead of NaN. The logits must be finite, masked ones included (they are here: padded slots
     carry zero vectors), and come back in float32 at least.
+
+    ``zero_padded_rows=False`` leaves an all-masked row uniform (finite), for a caller that lets
+    nothing read it: the block zeroes a padded query's output, so its row reaches no real position
+    and gets no gradient. Real rows are the same bit for bit, one (B, h, n, n) pass less each way.
 
     >>> masked_softmax(torch.zeros(1, 3), torch.tensor([[True, True, False]]))
     tensor([[0.5000, 0.5000, 0.0000]])
@@ -109,4 +113,5 @@ def masked_softmax(logits: Tensor, mask: AttentionMask | Tensor) -> Tensor:
     # 0 after the exp; bool-mask kernels (masked_fill, multiplying by a bool) are several times
     # slower than these float ones on CPU. An all-masked row comes out uniform here and is zeroed
     # by the row factor.
-    return (logits + mask.logit_bias).softmax(dim=-1) * mask.row_factor
+    weights = (logits + mask.logit_bias).softmax(dim=-1)
+    return weights * mask.row_factor if zero_padded_rows else weights

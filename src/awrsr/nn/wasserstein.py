@@ -15,7 +15,26 @@ def positive(x: Tensor) -> Tensor:
     """ELU(x) + 1 > 0, STOSA's map to covariances, computed as exp(x) for x <= 0: ELU's
     e^x - 1 plus 1 cancels, so in bfloat16 covariances below 2^-8 came out in steps of 2^-8 or as
     0 (and below about 1e-7 in float32)."""
-    return torch.where(x > 0, x + 1.0, torch.exp(x.clamp(max=0.0)))
+    return _Positive.apply(x)
+
+
+class _Positive(torch.autograd.Function):
+    """exp(min(x, 0)) + max(x, 0): 1 + x for x > 0 and exp(x) for x <= 0, exactly the values (and
+    gradients) of ``where(x > 0, x + 1, exp(min(x, 0)))``, in two passes where that took five, and
+    a backward of one product, min(y, 1) being the derivative. It ran on every covariance of every
+    STOSA block and was a quarter of a STOSA training step (docs/benchmarks.md, session 49)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor) -> Tensor:
+        y = torch.exp(x.clamp(max=0.0)).add_(x.clamp(min=0.0))
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor) -> Tensor:
+        (y,) = ctx.saved_tensors
+        return grad * y.clamp(max=1.0)
 
 
 def gaussian_vectors(mean: Tensor, cov: Tensor) -> Tensor:
