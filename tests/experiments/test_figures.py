@@ -555,6 +555,7 @@ def test_curves_mark_each_finished_runs_selected_epoch_and_say_what_chose_it(tmp
     run(tmp_path / "c" / "none" / "seed-2", 1)
     run(tmp_path / "c" / "simp" / "seed-1", None)
     run(tmp_path / "c" / "simp" / "seed-2", 9)  # not among the logged epochs: nothing to mark
+    (tmp_path / "c" / "simp" / "seed-1" / "metrics.json").write_text('{"selection": "epoch 2"}')  # not ours: no mark
     drawn = captured_figures(monkeypatch)
     figures.draw_figures(tmp_path / "c", figures=["curves"])
     valid = drawn[0].axes[0]

@@ -193,8 +193,10 @@ def _selection(run: Path) -> tuple[int, str] | None:
     """A finished run's selected epoch and the metric that chose it (metrics.json's "selection"),
     None for a record without them (one made before they were recorded, or not awrsr's)."""
     try:
-        selection = json.loads((run / METRICS_FILE).read_text()).get("selection") or {}
-    except (OSError, ValueError, AttributeError):
+        selection = json.loads((run / METRICS_FILE).read_text()).get("selection")
+    except (OSError, ValueError, AttributeError):  # AttributeError: a record that is no JSON object
+        return None
+    if not isinstance(selection, dict):
         return None
     epoch, monitor = selection.get("best_epoch"), selection.get("monitor")
     return (epoch, str(monitor)) if isinstance(epoch, int) and not isinstance(epoch, bool) and monitor else None

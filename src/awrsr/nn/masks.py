@@ -112,6 +112,6 @@ def masked_softmax(logits: Tensor, mask: AttentionMask | Tensor, zero_padded_row
     # Adding a very negative bias is exact for allowed keys (+0) and sends masked ones to exactly
     # 0 after the exp; bool-mask kernels (masked_fill, multiplying by a bool) are several times
     # slower than these float ones on CPU. An all-masked row comes out uniform here and is zeroed
-    # by the row factor.
+    # by the row factor (where the caller reads it).
     weights = (logits + mask.logit_bias).softmax(dim=-1)
     return weights * mask.row_factor if zero_padded_rows else weights
