@@ -79,3 +79,48 @@ def test_awrsr_debug_0_means_off(monkeypatch, environment, expected):
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     assert debugging() is expected
+
+
+# The options every model reads, whatever its parts (a field listed here must be; a new one must
+# be placed: here, in run_config._READ_ONLY_BY, or refused by its config where nothing reads it).
+READ_BY_EVERY_MODEL = {
+    "model": {"name", "max_len", "hidden_size", "num_heads", "num_blocks", "inner_size", "dropout", "attn_dropout",
+              "attention", "refine", "norm_eps", "position_embedding"},
+    "train": {"loss", "batch_size", "group_by_length", "lr", "weight_decay", "max_epochs", "max_time", "patience",
+              "monitor", "val_every", "seed", "accelerator", "precision", "progress_bar", "num_threads"},
+}
+# Set with parts that do not read them, these are configuration errors (ModelConfig refuses them).
+REFUSED_WHERE_UNREAD = {"model.positional_rank": 4, "model.ac_lite": True}
+
+
+def test_every_option_is_read_by_every_model_or_said_to_be_inert_where_it_is_not():
+    """A part's option left out of run_config._READ_ONLY_BY (a contributor's easy slip) is read by
+    no note and no check: `compare --key` over it trained the same model twice ("+0.00%")."""
+    from dataclasses import fields, replace
+
+    from awrsr.errors import ConfigError
+    from awrsr.run_config import part_specific_options
+
+    specific = part_specific_options()
+    for section, config in (("model", ModelConfig), ("train", TrainConfig)):
+        for field in fields(config):
+            key = f"{section}.{field.name}"
+            placed = [field.name in READ_BY_EVERY_MODEL[section], key in specific, key in REFUSED_WHERE_UNREAD]
+            assert sum(placed) == 1, (
+                f"{key} must be exactly one of: read by every model (READ_BY_EVERY_MODEL here), read by some parts "
+                f"(run_config._READ_ONLY_BY, so that it is noted as inert elsewhere), or refused where unread; it is "
+                f"{'none' if not any(placed) else 'several'}"
+            )
+    for key, value in REFUSED_WHERE_UNREAD.items():
+        with pytest.raises(ConfigError, match=key):
+            replace(ModelConfig(), **{key.split(".")[1]: value})
+
+
+@pytest.mark.parametrize("config", [ModelConfig, TrainConfig], ids=lambda c: c.__name__)
+def test_every_option_has_a_help_line(config):
+    """`awrsr fit --help` describes an option by its line in the config's docstring (Args:)."""
+    from dataclasses import fields
+
+    described = {line.split(":")[0].strip() for line in config.__doc__.split("Args:")[1].splitlines() if ":" in line}
+    missing = [field.name for field in fields(config) if field.name not in described]
+    assert not missing, f"{config.__name__}'s docstring (Args:) has no line for {missing}: --help shows them undescribed"
