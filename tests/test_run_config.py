@@ -2,6 +2,7 @@
 nothing reads, and when errors show their traceback."""
 
 import pytest
+import torch
 
 from awrsr.models import ModelConfig
 from awrsr.run_config import changed_fields, config_differences, debugging, inert_options
@@ -79,6 +80,24 @@ def test_awrsr_debug_0_means_off(monkeypatch, environment, expected):
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     assert debugging() is expected
+
+
+@pytest.mark.parametrize("declares", [True, False])
+def test_a_new_attention_that_takes_a_fused_kernel_reads_fused_attention_by_declaring_it(monkeypatch, declares):
+    """fused_attention's reader was named by string (dot, calibrated with ac_lite): a mechanism
+    registered later that honours it was told it has no effect, and a grid over it refused."""
+    from awrsr.nn.attention import ATTENTIONS
+    from awrsr.nn.attention.dot import DotProductAttention
+
+    class Kernelled(DotProductAttention):
+        reads_fused_attention = declares
+
+    monkeypatch.setitem(ATTENTIONS._entries, "kernelled", lambda cfg, block, refinement: Kernelled.from_config(cfg, refinement))
+    inert = inert_options(ModelConfig(attention="kernelled", fused_attention=False), TrainConfig())
+    assert ("model.fused_attention" in inert) is not declares
+    before = torch.random.get_rng_state()
+    inert_options(ModelConfig(attention="kernelled", fused_attention=False), TrainConfig())
+    assert torch.equal(torch.random.get_rng_state(), before), "judging the options drew from the global generator"
 
 
 # The options every model reads, whatever its parts (a field listed here must be; a new one must

@@ -193,6 +193,25 @@ def reads_matrix_options(model: Any) -> bool:
     return isinstance(part, MatrixRefinement)
 
 
+def reads_fused_attention(model: Any) -> bool:
+    """Whether ``model``'s attention reads model.fused_attention: only with no refinement, and only
+    a part that declares ``reads_fused_attention`` (plain dot-product attention, AC-TSR's lite
+    variant); asked of the part itself, so that a mechanism registered later is judged by what it is."""
+    if model.refine != "none":
+        return False
+    import torch
+
+    from awrsr.nn.attention import ATTENTIONS
+    from awrsr.nn.refine import REFINEMENTS
+
+    try:
+        with torch.random.fork_rng(devices=[]):  # building draws initial weights: leave no trace
+            part = ATTENTIONS.get(model.attention)(model, 0, REFINEMENTS.get("none")(model, 0))
+    except (ConfigError, ValueError, TypeError):  # not judged inert: building the model says what is wrong
+        return True
+    return bool(getattr(part, "reads_fused_attention", False))
+
+
 # Options that only some parts read: (dotted key, when it is read). Set away from its default
 # where nothing reads it, an option changes nothing, which a comparison of it would hide.
 _READ_ONLY_BY: tuple[tuple[str, str, Any], ...] = (
@@ -204,9 +223,8 @@ _READ_ONLY_BY: tuple[tuple[str, str, Any], ...] = (
     # average ignores positions and exponential only sees their differences: the same weights either way
     ("model.pattern_positions", "model.attention 'linear'", lambda model, train: model.attention == "linear"),
     # a speed switch of dot-product attention (AC-TSR's lite variant serves with it) when nothing refines it
-    ("model.fused_attention", "model.attention 'dot' (or 'calibrated' with model.ac_lite) and model.refine 'none'",
-     lambda model, train: (model.attention == "dot" or (model.attention == "calibrated" and model.ac_lite))
-     and model.refine == "none"),
+    ("model.fused_attention", "an attention that can take a fused kernel (dot; calibrated with model.ac_lite) and "
+     "model.refine 'none'", lambda model, train: reads_fused_attention(model)),
     ("train.pvn_weight", "train.loss 'stosa'", lambda model, train: train.loss == "stosa"),
     ("train.num_negatives", "a train.loss other than 'ce'", lambda model, train: train.loss != "ce"),
     ("train.adversarial_alpha", "model.attention 'calibrated'", lambda model, train: model.attention == "calibrated"),

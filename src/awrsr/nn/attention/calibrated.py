@@ -107,6 +107,11 @@ class CalibratedAttention(DotProductAttention):
         self.mask_sink: list[tuple[Tensor, Tensor]] | None = None  # set by ``perturbed``
 
     @property
+    def reads_fused_attention(self) -> bool:
+        """Only a lite model takes the fused path (serving as plain dot-product attention)."""
+        return self.lite
+
+    @property
     def encodes_position(self) -> bool:
         """The spatial calibrator encodes positions, so by default the backbone drops its position
         embedding (as the public AC-TSR configs do); a lite model serves without the calibrator and

@@ -23,6 +23,9 @@ class DotProductAttention(nn.Module):
 
     # Nothing here is indexed by slot (the calibrated subclass uses slot differences only).
     window_invariant = True
+    # It reads model.fused_attention (run_config asks the part: a mechanism that can take a fused
+    # kernel says so, and the option is noted as having no effect on the others).
+    reads_fused_attention = True
 
     def __init__(
         self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement,
