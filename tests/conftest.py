@@ -71,7 +71,7 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, what: str, atol: 
     count = int((difference > atol).sum())
     raise AssertionError(
         f"{what}: {count} of {difference.numel()} entries differ, the most by {difference.max().item():.3g} "
-        f"at index {worst} ({actual[tuple(worst)].item():.6g} != {expected[tuple(worst)].item():.6g})"
+        f"at index {worst} ({actual[tuple(worst)].item():.9g} != {expected[tuple(worst)].item():.9g})"
     )
 
 

@@ -199,8 +199,10 @@ def test_training_step_gives_finite_gradients(name, attention, refine, parameter
     targets[ids == 0] = 0
     loss = LOSSES.get("ce")(model, model(ids), targets)
     loss.backward()
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    assert grads and all(torch.isfinite(g).all() for g in grads)
+    grads = {key: p.grad for key, p in model.named_parameters() if p.grad is not None}
+    assert grads, "no parameter got a gradient"
+    bad = [key for key, g in grads.items() if not torch.isfinite(g).all()]
+    assert not bad, f"non-finite gradients of {bad}"
 
 
 @COMBINATIONS
@@ -210,7 +212,10 @@ def test_every_parameter_serves(name, attention, refine):
     from awrsr.models import served_parameters
 
     model = build_tiny(name, attention, refine)
-    assert served_parameters(model, 8, 20) == sum(p.numel() for p in model.parameters())
+    if served_parameters(model, 8, 20) != sum(p.numel() for p in model.parameters()):
+        model.eval().score_next(torch.tensor([[0, 0, 0, 0, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8]])).sum().backward()
+        unused = [key for key, p in model.named_parameters() if p.grad is None]
+        pytest.fail(f"recommending reaches no gradient to {unused or 'some parameters (on other histories)'}")
     assert model.training and all(p.grad is None for p in model.parameters())  # left as it was found
     assert not model.eval().training and served_parameters(model, 8, 20) and not model.training
 
@@ -285,11 +290,15 @@ def test_narrow_window_trains_like_the_full_window(name, attention, refine, opti
     for mode in modes:
         narrow = _outputs_and_gradients(model, ids, full=False, mode=mode)
         full = _outputs_and_gradients(model, ids, full=True, mode=mode)
-        assert torch.allclose(narrow[0], full[0], atol=1e-5)
-        assert narrow[1].keys() == full[1].keys()
+        what = f"({mode.__name__.strip('_')} mode) the narrow window against the full one"
+        assert_close(narrow[0], full[0], f"outputs {what}")
+        assert narrow[1].keys() == full[1].keys(), (
+            f"parameters with a gradient {what}: only narrow {sorted(narrow[1].keys() - full[1].keys())}, "
+            f"only full {sorted(full[1].keys() - narrow[1].keys())}"
+        )
         for key in full[1]:
-            assert torch.allclose(narrow[1][key], full[1][key], atol=1e-5), key
-        assert torch.allclose(narrow[2], full[2], atol=1e-5)
+            assert_close(narrow[1][key], full[1][key], f"the gradient of {key} {what}")
+        assert_close(narrow[2], full[2], f"the loss {what}")
 
 
 def test_the_literal_value_refinement_runs_the_full_window():

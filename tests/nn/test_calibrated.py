@@ -20,7 +20,7 @@ from awrsr.train import TrainConfig
 from awrsr.train.callbacks import GradientNorm
 from awrsr.train.module import SequentialRecommenderModule
 
-from conftest import build_tiny, tiny_run_config
+from conftest import build_tiny, tiny_run_config, assert_close
 
 HISTORIES = torch.tensor([[0, 0, 0, 5, 6, 7, 8, 9], [1, 2, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 0, 0, 0, 4]])
 
@@ -44,14 +44,15 @@ def _randomise_calibrators(model: torch.nn.Module, seed: int = 1) -> None:
             layer.theta.fill_(0.7)
 
 
-def _check_invariants(w: torch.Tensor, ids: torch.Tensor, causal: bool) -> None:
+def _check_invariants(w: torch.Tensor, ids: torch.Tensor, causal: bool, what: str = "weights (batch, head, query, key)") -> None:
     real = ids != 0
-    assert torch.isfinite(w).all() and (w >= 0).all()
+    assert torch.isfinite(w).all(), f"{what}: non-finite at {torch.nonzero(~torch.isfinite(w))[:3].tolist()}"
+    assert (w >= 0).all(), f"{what}: negative at {torch.nonzero(w < 0)[:3].tolist()}"
     sums = w.sum(-1)  # (B, h, n)
-    assert torch.allclose(sums, real[:, None, :].expand_as(sums).float(), atol=1e-5)
-    assert torch.equal(w * (~real)[:, None, None, :], torch.zeros_like(w))  # nothing on padded keys
+    assert_close(sums, real[:, None, :].expand_as(sums).float(), f"row sums of {what}")
+    assert_close(w * (~real)[:, None, None, :], torch.zeros_like(w), f"{what} on padded keys", atol=0)
     if causal:
-        assert torch.equal(w.triu(1), torch.zeros_like(w))
+        assert_close(w.triu(1), torch.zeros_like(w), f"{what} right of the diagonal", atol=0)
 
 
 # --- the weights ------------------------------------------------------------------------------
@@ -130,11 +131,11 @@ def test_every_weight_matrix_keeps_the_invariants_in_both_modes(name, refine):
         _, calibrated_only = model.encode(HISTORIES, need_weights=True)
     assert len(masks) == len(model.blocks)
     assert all(layer.mode == "calibrated" and layer.mask_sink is None for layer in calibrated_layers(model))
-    for weights in (calibrated, perturbed_weights, calibrated_only):
+    for mode, weights in (("calibrated", calibrated), ("perturbed", perturbed_weights), ("A_c alone", calibrated_only)):
         assert len(weights) == len(model.blocks)
-        for layer in weights:
-            _check_invariants(layer.base, HISTORIES, causal)
-            _check_invariants(layer.refined, HISTORIES, causal)
+        for index, layer in enumerate(weights):
+            for kind, w in (("A", layer.base), ("B", layer.refined)):
+                _check_invariants(w, HISTORIES, causal, f"{mode}: layer {index}'s {kind} (batch, head, query, key)")
     # the modes differ: A_p is not A_comb
     assert not torch.allclose(calibrated[0].refined, perturbed_weights[0].refined, atol=1e-4)
 
