@@ -13,7 +13,7 @@ from rich.console import Console
 
 import awrsr
 from awrsr.data import DataConfig
-from awrsr.errors import AwrsrError, ConfigError, TrainingDiverged
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError, TrainingDiverged
 from awrsr.infer.artifact import REQUIRED_FILES
 from awrsr.train.module import SequentialRecommenderModule
 from awrsr.workflows import SOURCE_VERSION_VARIABLE, evaluate, fit, rank_artifact, source_version
@@ -81,7 +81,7 @@ def test_a_run_resumes_with_a_new_budget_and_machine_and_without_its_run_record(
     state = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
     assert state["optimizer_states"][0]["param_groups"][0]["weight_decay"] == 0.01  # the optimiser trained with it
     (run_dir / "checkpoints" / "run.yaml").unlink()  # as an older awrsr left it
-    with pytest.raises(ConfigError, match=r"cannot resume .* with another configuration: train\.lr"):
+    with pytest.raises(ArtifactError, match=r"cannot resume .* with another configuration: train\.lr"):
         fit(**tiny_run_config(run_dir, max_epochs=2, patience=50, lr=0.5, **fixed), console=QUIET, resume=True)
     budget = dict(max_epochs=3, patience=40, val_every=2, max_time="00:01:00:00", num_threads=1, accelerator="cpu")
     resumed = fit(**tiny_run_config(run_dir, **budget, **fixed), console=QUIET, resume=True)

@@ -350,11 +350,11 @@ def check_resumable(run_dir: Path, parts: dict[str, Any]) -> dict[str, Any]:
     except yaml.YAMLError as err:
         raise ArtifactError(f"{stored_path}: not valid YAML ({err})") from None
     changed = config_differences(stored, parts, ignore=RESUMABLE_CHANGES)
-    if changed:
-        raise ConfigError(
+    if changed:  # the directory's state, not the options, is at odds: not a ConfigError a tune would skip
+        raise ArtifactError(
             f"cannot resume {run_dir} with another configuration: {', '.join(changed)}; only "
             + ", ".join(f"{s}.{k}" for s, keys in RESUMABLE_CHANGES.items() for k in sorted(keys))
-            + " may change"
+            + " may change (to train it afresh with these options, delete that directory or use another output_dir)"
         )
     return stored
 

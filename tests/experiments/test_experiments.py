@@ -293,6 +293,23 @@ def test_tune_selects_on_validation_and_resumes(base_config, tmp_path):
         run_tune(base_config, space, tmp_path, extra={**extra, "train.max_epochs": "3"}, console=QUIET)
 
 
+def test_a_tune_refuses_an_interrupted_trial_of_other_options_before_training_anything(base_config, tmp_path, monkeypatch):
+    """A trial interrupted under other fixed options (another --set) could not be resumed, and the
+    tune recorded that as a skipped trial (exit 0): best.yaml left its grid point out, and its
+    skipped.json made every later tune skip it too. Now the tune stops before training any trial."""
+    from awrsr.train.module import SequentialRecommenderModule
+
+    extra = parse_sets(TINY)
+    run_tune(base_config, {"train.lr": [0.001]}, tmp_path, extra=extra, console=QUIET)
+    interrupted = tmp_path / f"trial-{trial_id({'train.lr': 0.001})}"
+    (interrupted / "metrics.json").unlink()  # as if killed in its final evaluation: resumable
+    assert (interrupted / "checkpoints" / "last.ckpt").is_file()
+    monkeypatch.setattr(SequentialRecommenderModule, "training_step", lambda *args: pytest.fail("a trial trained"))
+    with pytest.raises(ArtifactError, match=r"cannot resume .*trial-.* with another configuration: train\.batch_size \(128 -> 16\)"):
+        run_tune(base_config, {"train.lr": [0.01, 0.001]}, tmp_path, extra={**extra, "train.batch_size": "16"}, console=QUIET)
+    assert not (interrupted / "skipped.json").exists() and not (tmp_path / f"trial-{trial_id({'train.lr': 0.01})}").exists()
+
+
 def test_tune_shows_validation_only(base_config, tmp_path):
     """Selection is on validation, so the trials' tables leave the test scores off the screen
     (they stay in each trial's metrics.json)."""

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from awrsr.errors import AwrsrError, ConfigError, DataError
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.workflows import fit
 from conftest import tiny_run_config
 
@@ -50,7 +50,7 @@ def test_an_adversarially_trained_run_resumes_exactly(tmp_path):
 def test_resume_refuses_another_configuration_and_a_missing_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
     fit(**tiny_run_config(run_dir, max_epochs=1), console=QUIET)
-    with pytest.raises(ConfigError, match=r"train\.lr"):
+    with pytest.raises(ArtifactError, match=r"train\.lr"):
         fit(**tiny_run_config(run_dir, max_epochs=2, lr=0.5), console=QUIET, resume=True)
     with pytest.raises(AwrsrError, match="not a run that can be resumed"):
         fit(**tiny_run_config(tmp_path / "never-started", max_epochs=2), console=QUIET, resume=True)
@@ -91,7 +91,7 @@ def test_a_run_saved_before_a_config_field_existed_resumes_with_its_default(tmp_
     (run_dir / "config.yaml").write_text(yaml.safe_dump(stored))
     cfg = tiny_run_config(run_dir, max_epochs=3)
     cfg["model"].mask_prob = 0.5
-    with pytest.raises(ConfigError, match="model.mask_prob"):
+    with pytest.raises(ArtifactError, match="model.mask_prob"):
         fit(**cfg, console=QUIET, resume=True)
 
 

@@ -24,7 +24,7 @@ from awrsr.config_types import check_flag, checked_console, is_whole_number
 from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
-    DataFingerprints, check_collection_directory, check_finished_runs, data_config_key, finished_run, describe_runs, option_args,
+    DataFingerprints, check_collection_directory, check_earlier_runs, data_config_key, finished_run, describe_runs, option_args,
     left_out_runs, progress_sentence, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
@@ -264,7 +264,7 @@ def run_compare(
             if metrics is not None:
                 results[name, seed] = metrics
     else:
-        check_finished_runs(
+        check_earlier_runs(
             ((config, run_options(name, seed), output_dir / name / f"seed-{seed}") for name, seed in runs), fingerprints,
         )
         # Runs another process is training are left for last, then awaited: several processes

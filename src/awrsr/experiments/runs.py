@@ -193,14 +193,22 @@ def record_problem(metrics: Any) -> str | None:
     return None
 
 
-def check_finished_runs(
+def check_earlier_runs(
     runs: Iterable[tuple[str, dict[str, Any], Path]], fingerprints: Callable[[Any], str | None],
 ) -> None:
     """Every finished run among ``runs`` (config, options, run directory) checked as
-    ``finished_run`` does, now: a stale run is an error before anything trains, not hours later."""
+    ``finished_run`` does, and every interrupted one as resuming it would be (its configuration;
+    its data when it continues): a stale run is an error before anything trains, not hours later.
+    A tune recorded an interrupted trial it could not resume as skipped, and its best.yaml left
+    that grid point out."""
+    from awrsr.workflows import check_resumable
+
     for config, options, run_dir in runs:
         if (run_dir / METRICS_FILE).is_file():
             finished_run(config, options, run_dir, fingerprints)
+        elif (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
+            resolved, _ = finished_run(config, options, run_dir)
+            check_resumable(run_dir, {section: resolved[section] for section in RESOLVED_SECTIONS})
 
 
 def run_or_reuse(

@@ -32,7 +32,7 @@ from rich.progress import Progress
 from awrsr.config_types import check_flag, checked_console
 from awrsr.errors import ConfigError, FieldValueError, TrainingDiverged, UnknownNameError
 from awrsr.experiments.runs import (
-    DataFingerprints, check_collection_directory, check_finished_runs, finished_run, known_keys, left_out_runs, option_args,
+    DataFingerprints, check_collection_directory, check_earlier_runs, finished_run, known_keys, left_out_runs, option_args,
     progress_sentence, run_or_reuse, run_status, status_sentences,
 )
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
@@ -188,7 +188,7 @@ def run_tune(
     if report_only:
         return report_trials(config, space, trials, extra, output_dir, fingerprints, console)
     rows, done = [], set()
-    check_finished_runs(
+    check_earlier_runs(
         ((config, {**extra, **params}, output_dir / trial_name(params)) for params in trials), fingerprints,
     )
     left = [

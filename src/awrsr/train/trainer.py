@@ -126,7 +126,10 @@ def train_model(
         max_epochs=train.max_epochs,
         accelerator=train.accelerator,
         devices=1,
-        # Written through at every log call (once per epoch), so an interrupted run loses no row.
+        # Written through at every log call (once per epoch), so an interrupted run loses no row
+        # but one: Lightning saves last.ckpt just before it logs the epoch's training values, and a
+        # kill in those milliseconds leaves that epoch's train/loss, grad norm and time empty for good
+        # (weights and metrics are unaffected; session 49's probe; docs/design.md, "Resuming").
         logger=CSVLogger(save_dir=run_dir, name="", version="", flush_logs_every_n_steps=1),
         callbacks=callbacks,
         check_val_every_n_epoch=train.val_every,
