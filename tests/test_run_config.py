@@ -97,6 +97,7 @@ def test_a_new_attention_that_takes_a_fused_kernel_reads_fused_attention_by_decl
     assert ("model.fused_attention" in inert) is not declares
     before = torch.random.get_rng_state()
     inert_options(ModelConfig(attention="kernelled", fused_attention=False), TrainConfig())
+    inert_options(ModelConfig(refine="simp", refine_init_std=0.5), TrainConfig())  # builds a refinement
     assert torch.equal(torch.random.get_rng_state(), before), "judging the options drew from the global generator"
 
 

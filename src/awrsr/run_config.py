@@ -13,7 +13,7 @@ import re
 import sys
 from argparse import ArgumentError
 from dataclasses import asdict
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
@@ -177,6 +177,19 @@ def _plain(value: Any) -> Any:
     return yaml.safe_load(yaml.safe_dump(value))
 
 
+def _built_aside(build: Callable[[], Any]) -> Any | None:
+    """The part ``build()`` makes, with the global generator left as it was (building draws
+    initial weights); None if it does not build (not judged inert then: building the model says
+    what is wrong)."""
+    import torch
+
+    try:
+        with torch.random.fork_rng(devices=[]):
+            return build()
+    except (ConfigError, ValueError, TypeError):
+        return None
+
+
 def reads_matrix_options(model: Any) -> bool:
     """Whether ``model``'s refinement is built on the shared n x n matrices (``MatrixRefinement``),
     the only parts that read refine_per_head, refine_scale and refine_init_std; asked of the part
@@ -186,11 +199,8 @@ def reads_matrix_options(model: Any) -> bool:
     from awrsr.nn.refine import REFINEMENTS
     from awrsr.nn.refine.matrices import MatrixRefinement
 
-    try:
-        part = REFINEMENTS.get(model.refine)(model, 0)
-    except (ConfigError, ValueError, TypeError):  # not judged inert: building the model says what is wrong
-        return True
-    return isinstance(part, MatrixRefinement)
+    part = _built_aside(lambda: REFINEMENTS.get(model.refine)(model, 0))
+    return part is None or isinstance(part, MatrixRefinement)
 
 
 def reads_fused_attention(model: Any) -> bool:
@@ -199,17 +209,11 @@ def reads_fused_attention(model: Any) -> bool:
     variant); asked of the part itself, so that a mechanism registered later is judged by what it is."""
     if model.refine != "none":
         return False
-    import torch
-
     from awrsr.nn.attention import ATTENTIONS
     from awrsr.nn.refine import REFINEMENTS
 
-    try:
-        with torch.random.fork_rng(devices=[]):  # building draws initial weights: leave no trace
-            part = ATTENTIONS.get(model.attention)(model, 0, REFINEMENTS.get("none")(model, 0))
-    except (ConfigError, ValueError, TypeError):  # not judged inert: building the model says what is wrong
-        return True
-    return bool(getattr(part, "reads_fused_attention", False))
+    part = _built_aside(lambda: ATTENTIONS.get(model.attention)(model, 0, REFINEMENTS.get("none")(model, 0)))
+    return part is None or bool(getattr(part, "reads_fused_attention", False))
 
 
 # Options that only some parts read: (dotted key, when it is read). Set away from its default
