@@ -44,7 +44,7 @@ from awrsr.errors import AwrsrError  # noqa: E402
 from awrsr.experiments.compare import (  # noqa: E402
     check_variant, load_variants_file, run_compare, split_references, variant_options,
 )
-from awrsr.experiments.runs import DataFingerprints, check_finished_runs, parse_sets, run_or_reuse  # noqa: E402
+from awrsr.experiments.runs import DataFingerprints, check_earlier_runs, parse_sets, run_or_reuse  # noqa: E402
 from awrsr.infer.artifact import METRICS_FILE  # noqa: E402
 
 
@@ -133,8 +133,8 @@ def main() -> int:
     try:
         for name, config, variant, options in queue(args.comparisons, args.seeds[:1], args.skip):
             check_variant(config, {**extra, **options}, f"{name}/{variant}")  # a clear error now (a skipped one never runs)
-        # a finished run on other data than the data now: an error before any trains
-        check_finished_runs(
+        # a finished run on other data than the data now, or an interrupted one of other options: an error before any trains
+        check_earlier_runs(
             ((config, {**extra, **options}, args.root / name / variant / f"seed-{options['train.seed']}")
              for name, config, variant, options in queue(args.comparisons, args.seeds, args.skip)),
             DataFingerprints(),
