@@ -132,6 +132,11 @@ def check_collection_directory(output_dir: Path, kind: str) -> None:
         )
 
 
+def resolved_fit_args(config: str, options: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The fit arguments of ``config`` with ``options``, in ``run_dir``, as ``awrsr fit`` resolves them."""
+    return load_fit_config(["--config", config, *option_args(options), "--output_dir", str(run_dir)])
+
+
 def finished_run(
     config: str, options: dict[str, Any], run_dir: Path, fingerprints: Callable[[Any], str | None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -140,8 +145,7 @@ def finished_run(
     configuration is an error (its directory cannot hold this one), other than in the machine's
     options; with ``fingerprints``, so is one trained on other data than the data read now, and
     where both fingerprints are known, data.path may differ (the same data moved)."""
-    args = ["--config", config, *option_args(options), "--output_dir", str(run_dir)]
-    resolved = load_fit_config(args)
+    resolved = resolved_fit_args(config, options, run_dir)
     metrics_file = run_dir / METRICS_FILE
     try:
         metrics = json.loads(metrics_file.read_text())
@@ -207,7 +211,7 @@ def check_earlier_runs(
         if (run_dir / METRICS_FILE).is_file():
             finished_run(config, options, run_dir, fingerprints)
         elif (run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT).is_file():
-            resolved, _ = finished_run(config, options, run_dir)
+            resolved = resolved_fit_args(config, options, run_dir)
             check_resumable(run_dir, {section: resolved[section] for section in RESOLVED_SECTIONS})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path, PureWindowsPath
@@ -163,19 +164,18 @@ class RandomState(L.Callback):
 
 class InterruptNotice(L.Callback):
     """Says how to go on when Ctrl-C or SIGTERM (``kill``, a job scheduler, ``docker stop``) stops
-    training; the process then exits with status 130 or 143, never 0 (``train_model``, which reads
-    ``interrupted``)."""
+    training, and keeps the shell's status for it, 128 + the signal (``exit_status``, which
+    ``train_model`` exits with: Lightning's own would be 1 and 0)."""
 
     def __init__(self, last_checkpoint: Path) -> None:
         self.last_checkpoint = last_checkpoint
-        self.interrupted = False  # by Ctrl-C (Lightning then exits with 1)
+        self.exit_status: int | None = None
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
         if isinstance(exception, KeyboardInterrupt):
-            how = "interrupted"
-            self.interrupted = True
+            how, self.exit_status = "interrupted", 128 + signal.SIGINT
         elif isinstance(exception, SIGTERMException):
-            how = "stopped by SIGTERM"
+            how, self.exit_status = "stopped by SIGTERM", 128 + signal.SIGTERM
         else:
             return
         if self.last_checkpoint.is_file():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import pickle
 import shutil
-import signal
 import sys
 import warnings
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ import torch
 import yaml
 from lightning.pytorch.callbacks import Timer
 from lightning.pytorch.loggers import CSVLogger
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 from torch.utils.data import DataLoader
 
@@ -168,12 +166,10 @@ def train_model(
             f"training diverged in epoch {trainer.current_epoch + 1} ({err}); start afresh with a lower "
             f"train.lr (now {train.lr}) and --overwrite true (or another output_dir), or check the data"
         ) from None
-    except SIGTERMException:  # a SystemExit without a code: the process would exit 0, as if it had finished
-        raise SystemExit(128 + signal.SIGTERM) from None
-    except SystemExit:  # Lightning's exit(1) after Ctrl-C: the shell's 130, as Ctrl-C anywhere else gives
-        if notice.interrupted:
-            raise SystemExit(128 + signal.SIGINT) from None
-        raise
+    except SystemExit:  # Lightning's way out of Ctrl-C (exit 1) and SIGTERM (no code: status 0, as if finished)
+        if notice.exit_status is None:
+            raise
+        raise SystemExit(notice.exit_status) from None
     if resume:  # Lightning's logger started the file afresh
         merge_logs(checkpoint_dir / EARLIER_LOG, run_dir / LOG_FILE)
 
