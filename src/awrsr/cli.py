@@ -460,12 +460,14 @@ def attach_dash_values(args: list[str]) -> list[str]:
 
 def version_text() -> str:
     """What ``awrsr --version`` prints: the code (with its commit in a checkout, as a run's
-    metrics.json records it), then the torch and Python it runs on."""
+    metrics.json records it), then the torch and Python it runs on, and the plugins it loads."""
     import torch
 
+    from awrsr.plugins import load_plugins
     from awrsr.workflows import code_version  # workflows imports Lightning: only when asked
 
-    return f"awrsr {code_version()} (torch {torch.__version__}, Python {platform.python_version()})"
+    plugins = "".join(f", plugin {name} ({source})" for name, source in load_plugins().items())
+    return f"awrsr {code_version()} (torch {torch.__version__}, Python {platform.python_version()}{plugins})"
 
 
 class _PrintVersion(argparse.Action):

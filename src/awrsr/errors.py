@@ -60,6 +60,10 @@ class TrainingDiverged(AwrsrError):
     """Training produced non-finite values (usually a learning rate too high for the model)."""
 
 
+class PluginError(AwrsrError):
+    """An installed plugin (entry-point group ``awrsr.parts``) that cannot be loaded."""
+
+
 def out_of_memory_detail(err: BaseException) -> str | None:
     """What ran out, for an allocation that failed (numpy's MemoryError, torch's CPU allocator
     or CUDA's out-of-memory error); None for any other error."""

@@ -41,6 +41,7 @@ from awrsr.infer.artifact import (
     save_artifact, write_metrics,
 )
 from awrsr.models import ModelConfig, PopularityModel, build_model
+from awrsr.plugins import plugin_parts
 from awrsr.run_directory import (  # noqa: F401  (RUN_LOCK_FILE: where awrsr.workflows always had it)
     RUN_LOCK_FILE, TEST_RANKS_FILE, check_data_outside_run, discard_unwritten_run, first_missing_folder,
     refuse_collection, refuse_foreign_files, refuse_to_replace, run_lock,
@@ -293,6 +294,7 @@ def _fit(
         "dataset": {**dataset.fingerprint.to_dict(), "stats": dataset.stats.to_dict(), **data_location(data)},
         "seed": train.seed,
         "code_version": version,
+        "plugins": plugin_parts(model, train),  # {"model.refine": "distribution version"}: parts from other packages
         "machine": machine_record(outcome.device),
     }
     # the weights' copy says whether the data was a frame (its config has no path to read again)

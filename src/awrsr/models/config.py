@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from awrsr.config_types import check_field_types
-from awrsr.errors import ConfigError, FieldValueError, UnknownNameError
+from awrsr.errors import ConfigError, FieldValueError
 
 
 @dataclass
@@ -24,9 +24,10 @@ class ModelConfig:
         attn_dropout: dropout on attention weights; null (None) means dropout.
         attention: attention mechanism: dot (SASRec, BERT4Rec) | wasserstein (STOSA) | positional
             (PARec; FPARec with positional_rank) | average | linear | exponential (fixed patterns)
-            | calibrated (AC-TSR; docs/ac-tsr.md), or a mechanism registered in awrsr.nn.attention.ATTENTIONS.
+            | calibrated (AC-TSR; docs/ac-tsr.md), or a mechanism registered in awrsr.nn.attention.ATTENTIONS
+            (by a plugin too: docs/design.md).
         refine: attention-weight refinement: none | simp | value | add | stoc (STOSA only), or one
-            registered in awrsr.nn.refine.REFINEMENTS.
+            registered in awrsr.nn.refine.REFINEMENTS (by a plugin too: docs/design.md).
         fused_attention: use F.scaled_dot_product_attention when weights are neither refined nor requested.
         refine_per_head: one set of n x n refinement matrices per head instead of one per layer.
         refine_scale: refinement logit scale: head = 1/sqrt(d_h) (paper) or length = 1/sqrt(n).
@@ -125,10 +126,7 @@ class ModelConfig:
         for field_name, registry in (("name", MODELS), ("attention", ATTENTIONS), ("refine", REFINEMENTS)):
             value = getattr(self, field_name)
             if value not in registry:
-                raise UnknownNameError(
-                    f"model.{field_name}: unknown {registry.kind} {value!r}; "
-                    f"known: {', '.join(registry.names())}"
-                )
+                raise registry.unknown(value, where=f"model.{field_name}: ")
 
     @property
     def effective_attn_dropout(self) -> float:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from awrsr.config_types import check_field_types
-from awrsr.errors import ConfigError, FieldValueError, UnknownNameError
+from awrsr.errors import ConfigError, FieldValueError
 
 # Negatives per position when train.num_negatives is left unset.
 DEFAULT_NEGATIVES = {"bce": 1, "sampled_softmax": 100, "ce": 0, "stosa": 1}
@@ -70,7 +70,7 @@ class TrainConfig:
         check_field_types(self, "train")
 
         if self.loss not in LOSSES:
-            raise UnknownNameError(f"train.loss: unknown loss {self.loss!r}; known: {', '.join(LOSSES.names())}")
+            raise LOSSES.unknown(self.loss, where="train.loss: ")
         # Resolved in a property, not written back: a default instance must not carry one loss's
         # default into a config that only changes the loss.
         if self.num_negatives is not None and self.num_negatives < 1:
