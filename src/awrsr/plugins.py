@@ -88,4 +88,4 @@ def plugin_parts(model: Any, train: Any) -> dict[str, str]:
 
     chosen = (("model.name", MODELS, model.name), ("model.attention", ATTENTIONS, model.attention),
               ("model.refine", REFINEMENTS, model.refine), ("train.loss", LOSSES, train.loss))
-    return {key: registry.origin(name) for key, registry, name in chosen if registry.origin(name) is not None}
+    return {key: origin for key, registry, name in chosen if (origin := registry.origin(name)) is not None}
