@@ -51,7 +51,8 @@ def install_plugin(site: Path, module: str, source: str, entry: str | None = Non
 
 
 def run(site: Path, *args: str, disabled: bool = False, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    paths = [str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     env.pop(plugins.DISABLE_VARIABLE, None)
     if disabled:
         env[plugins.DISABLE_VARIABLE] = "1"
