@@ -50,7 +50,7 @@ from awrsr.run_config import config_differences, inert_options
 from awrsr.train import TrainConfig, train_model
 from awrsr.train.process_state import kept_process_state
 from awrsr.train.trainer import (
-    CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, RUN_RECORD, check_accelerator, check_budget_left,
+    CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, RUN_RECORD, check_accelerator, check_budget_left, checkpoint_epochs,
 )
 
 
@@ -341,7 +341,9 @@ def _note_machine_changes(started_with: dict[str, Any], train: TrainConfig, cons
 
 def check_resumable(run_dir: Path, parts: dict[str, Any]) -> dict[str, Any]:
     """The record of the run in ``run_dir`` (its config and data fingerprint), if it may be
-    continued with ``parts``: the configuration it was started with, budget aside."""
+    continued with ``parts``: the configuration it was started with, budget aside, and for an
+    interrupted run an epoch cap no lower than the epochs it has trained (a finished run's
+    budget is check_budget_left's)."""
     stored_path = run_dir / CHECKPOINT_DIR / RUN_RECORD
     if not stored_path.is_file():  # runs started before the record existed
         stored_path = run_dir / CONFIG_FILE
@@ -358,6 +360,15 @@ def check_resumable(run_dir: Path, parts: dict[str, Any]) -> dict[str, Any]:
             + ", ".join(f"{s}.{k}" for s, keys in RESUMABLE_CHANGES.items() for k in sorted(keys))
             + " may change (to train it afresh with these options, delete that directory or use another output_dir)"
         )
+    last = run_dir / CHECKPOINT_DIR / LAST_CHECKPOINT
+    if not (run_dir / METRICS_FILE).is_file() and last.is_file():  # interrupted (a finished one: check_budget_left)
+        done, cap = checkpoint_epochs(last), parts["train"].max_epochs
+        if cap < done:  # Lightning would refuse deep inside, or (one below) end at `done` epochs all the same
+            raise ArtifactError(
+                f"cannot resume {run_dir} with train.max_epochs {cap}: it has trained {done} epochs already; give "
+                f"at least {done} ({done} goes straight to its evaluation), or delete that directory or use another "
+                "output_dir to train afresh"
+            )
     return stored
 
 

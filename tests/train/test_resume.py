@@ -269,6 +269,20 @@ def test_a_run_killed_after_its_last_epoch_resumes_into_its_evaluation(tmp_path)
     assert again.metrics["test"] == first.metrics["test"]
 
 
+def test_an_interrupted_run_is_not_resumed_with_fewer_epochs_than_it_has_trained(tmp_path):
+    """Lightning refused a cap below the checkpoint's epoch from deep inside, and one epoch below
+    it ended the run with more epochs than its cap: both are refused, up front, naming the least."""
+    run_dir = tmp_path / "run"
+    fit(**tiny_run_config(run_dir, max_epochs=3, patience=50), console=QUIET)
+    (run_dir / "metrics.json").unlink()  # interrupted after its third epoch
+    for cap in (1, 2):
+        with pytest.raises(ArtifactError, match=rf"^cannot resume {run_dir} with train.max_epochs {cap}: it has trained 3 "
+                                                r"epochs already; give at least 3 \(3 goes straight to its evaluation\)"):
+            fit(**tiny_run_config(run_dir, max_epochs=cap, patience=50), console=QUIET, resume=True)
+    assert fit(**tiny_run_config(run_dir, max_epochs=3, patience=50), console=QUIET,
+               resume=True).metrics["selection"]["epochs_trained"] == 3
+
+
 def test_a_run_killed_after_early_stopping_resumes_into_its_evaluation(tmp_path):
     """Killed after its stopping epoch's checkpoint, before its results: resuming trains no further
     epoch (an uninterrupted run trains none, and one more could become the selected epoch); with a
