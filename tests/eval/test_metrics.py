@@ -37,6 +37,23 @@ def test_ranks_by_hand_with_ties_counted_against_the_target():
     assert ranks.tolist() == [3, 4, 1]
 
 
+@pytest.mark.parametrize("block_scores", [1, 7, 30, 10**6])
+def test_ranks_counted_a_few_columns_at_a_time_equal_the_whole_matrix_count(monkeypatch, block_scores):
+    """Blocks of 1 column (block_scores 1 with 5 rows), of 1 (7 // 5), of 6 (30 // 5, the last one
+    shorter) and one block: the same ranks as a direct count, ties and filtered items included."""
+    import awrsr.eval.metrics as metrics
+
+    generator = torch.Generator().manual_seed(3)
+    scores = torch.randint(0, 6, (5, 23), generator=generator).float()  # many ties
+    targets = torch.tensor([0, 4, 9, 22, 13])
+    excluded = (torch.tensor([0, 0, 2, 4]), torch.tensor([3, 22, 5, 0]))
+    direct = (scores >= scores.gather(1, targets[:, None])).sum(dim=1)
+    for row, col in zip(*excluded):
+        direct[row] -= int(scores[row, col] >= scores[row, targets[row]])
+    monkeypatch.setattr(metrics, "RANK_BLOCK_SCORES", block_scores)
+    assert torch.equal(pessimistic_ranks(scores, targets, excluded), direct)
+
+
 def test_metrics_by_hand():
     m = ranking_metrics(torch.tensor([1, 3, 12]), [1, 5, 10])
     assert m["hr@1"] == pytest.approx(1 / 3)

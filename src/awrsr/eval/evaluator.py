@@ -76,9 +76,10 @@ def eval_order(cases: EvalCases) -> np.ndarray:
     return np.argsort(cases.history.lengths, kind="stable")
 
 
-def mask_items(scores: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
-    """A copy of ``scores`` (B, I) with -inf at each (row, col): items that may not be ranked."""
-    return scores.index_put((rows, cols), torch.tensor(float("-inf"), device=scores.device, dtype=scores.dtype))
+def mask_items_(scores: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
+    """``scores`` (B, I) with -inf written at each (row, col), in place: items that may not be
+    ranked (a copy would be a second B x I matrix per batch)."""
+    return scores.index_put_((rows, cols), torch.tensor(float("-inf"), device=scores.device, dtype=scores.dtype))
 
 
 def at_least_float32(scores: Tensor) -> Tensor:

@@ -16,7 +16,7 @@ from awrsr.data import Sequences, Vocabulary
 from awrsr.data.config import Duplicates
 from awrsr.data.preprocess import drop_duplicate_ids
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, UnknownItemError
-from awrsr.eval import mask_items
+from awrsr.eval import mask_items_
 from awrsr.eval.evaluator import at_least_float32
 from awrsr.infer.artifact import CONFIG_FILE, LoadedArtifact, load_artifact
 
@@ -238,7 +238,7 @@ class Recommender:
             batch_scores = at_least_float32(self.model.score_next(windows))
             if exclude_seen:
                 seen_rows = torch.from_numpy(np.repeat(np.arange(len(rows)), batch.lengths)).to(self.device)
-                batch_scores = mask_items(batch_scores, seen_rows, torch.from_numpy(batch.items - 1).to(self.device))
+                batch_scores = mask_items_(batch_scores, seen_rows, torch.from_numpy(batch.items - 1).to(self.device))
             if excluded_cols is not None:
                 batch_scores[:, excluded_cols] = float("-inf")
             best_scores, best_cols = batch_scores.topk(k, dim=1)
