@@ -238,7 +238,7 @@ class Recommender:
             batch_scores = at_least_float32(self.model.score_next(windows))
             if exclude_seen:
                 seen_rows = torch.from_numpy(np.repeat(np.arange(len(rows)), batch.lengths)).to(self.device)
-                batch_scores = mask_items_(batch_scores, seen_rows, torch.from_numpy(batch.items - 1).to(self.device))
+                mask_items_(batch_scores, seen_rows, torch.from_numpy(batch.items - 1).to(self.device))
             if excluded_cols is not None:
                 batch_scores[:, excluded_cols] = float("-inf")
             best_scores, best_cols = batch_scores.topk(k, dim=1)
