@@ -14,7 +14,8 @@ class EvalConfig:
     Args:
         ks: cut-offs k of HR@k and NDCG@k.
         filter_seen: score already-seen items -inf (the target itself is never filtered).
-        batch_size: users per evaluation batch.
+        batch_size: users per evaluation batch; on the CPU keep it times the items under about 4M (e.g. 32 at
+            100k items): larger score matrices are fresh memory each batch, and page faults slow them.
     """
 
     ks: list[int] = field(default_factory=lambda: [1, 5, 10, 20])
