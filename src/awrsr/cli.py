@@ -518,7 +518,8 @@ def main(argv: Optional[list] = None) -> None:
             raise
         print(
             f"awrsr: error: out of memory ({detail}); make the work smaller: train.batch_size, model.max_len, "
-            "train.num_negatives or the data in training, --batch_size in recommend --input",
+            "train.num_negatives or the data in training, a sampled train.loss (bce, sampled_softmax; stosa for "
+            "STOSA) where ce scores every item, evaluation.batch_size, --batch_size in recommend --input",
             file=sys.stderr,
         )
         sys.exit(2)
