@@ -99,6 +99,41 @@ def test_full_ranking_is_minus_w2_to_every_item():
     assert torch.allclose(scores[0], expected, atol=1e-5)
 
 
+def test_full_cross_entropy_in_chunks_equals_it_over_every_distance_with_the_same_gradients():
+    """ce on STOSA runs in chunks through [2z, 1] . [z_v, -||z_v||^2] (-||z||^2 left out: softmax
+    ignores a constant per row); loss and every gradient as from the full -W2^2 logit matrix."""
+    import torch.nn.functional as F
+
+    from awrsr.nn import chunked_cross_entropy
+
+    model = tiny_stosa().double().train()
+    ids = torch.tensor([[0, 0, 3, 4, 5, 6, 7, 8], [1, 2, 3, 9, 9, 10, 11, 12]])
+    targets = torch.tensor([[0, 0, 4, 5, 6, 7, 8, 9], [2, 3, 9, 9, 10, 11, 12, 13]])
+
+    def loss_and_grads(chunked):
+        model.zero_grad()
+        hidden = model(ids)
+        if chunked:
+            value = LOSSES.get("ce")(model, hidden, targets)
+        else:
+            real = targets > 0
+            value = F.cross_entropy(model.score_all(hidden[real]), targets[real] - 1)
+        value.backward()
+        return value.detach(), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+    import unittest.mock
+
+    # chunks of 4 of the 14 real positions, and never the full (positions x items) matrix
+    with unittest.mock.patch.object(chunked_cross_entropy, "_chunk_rows", lambda num_items, device: 4), \
+            unittest.mock.patch.object(type(model), "score_all", side_effect=AssertionError("every logit at once")):
+        value, grads = loss_and_grads(chunked=True)
+    expected, expected_grads = loss_and_grads(chunked=False)
+    assert torch.allclose(value, expected, rtol=1e-12, atol=0)
+    assert grads.keys() == expected_grads.keys() and len(grads) > 10
+    for name, grad in grads.items():
+        assert torch.allclose(grad, expected_grads[name], rtol=1e-9, atol=1e-12), name
+
+
 def test_the_encoder_updates_the_mean_stream():
     """The public STOSA code leaves the mean stream untouched by attention; here an earlier item
     changes the last position's mean."""

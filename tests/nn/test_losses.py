@@ -14,8 +14,8 @@ class DotModel:
         self.num_items = num_items
         self.table = torch.randn(num_items + 1, d, dtype=torch.float64)
 
-    def item_weights(self):
-        return self.table[1:]
+    def linear_scores(self, hidden):
+        return hidden, self.table[1:]
 
     def score_all(self, hidden):
         return hidden @ self.table[1:].T
@@ -47,9 +47,9 @@ def test_losses_ignore_padded_positions(loss):
 
 
 @pytest.mark.parametrize("loss", LOSSES.names())
-@pytest.mark.parametrize("item_weights", [True, False])
-def test_a_batch_without_real_positions_gives_zero_and_a_zero_gradient(loss, item_weights):
-    model, (hidden, _) = (DotModel(6) if item_weights else DistanceModel(6)), _batch()
+@pytest.mark.parametrize("linear", [True, False])
+def test_a_batch_without_real_positions_gives_zero_and_a_zero_gradient(loss, linear):
+    model, (hidden, _) = (DotModel(6) if linear else DistanceModel(6)), _batch()
     hidden.requires_grad_(True)
     value = LOSSES.get(loss)(model, hidden, torch.zeros(2, 5, dtype=torch.long), num_negatives=3, pvn_weight=0.5)
     value.backward()  # nothing to learn: 0, not the NaN of a mean over no rows
@@ -57,9 +57,9 @@ def test_a_batch_without_real_positions_gives_zero_and_a_zero_gradient(loss, ite
 
 
 class DistanceModel(DotModel):
-    """Scores by every item (``score_all``) and no item table: ce's path for STOSA-like models."""
+    """Scores by every item (``score_all``) and no linear form: ce's path for other models."""
 
-    item_weights = None
+    linear_scores = None
 
 
 @pytest.mark.parametrize("model_type", [DotModel, DistanceModel])

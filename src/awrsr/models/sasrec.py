@@ -42,6 +42,10 @@ class SASRec(SequenceBackbone):
         """Scores (..., num_items) of every real item; column j is item index j + 1."""
         return hidden @ self.item_weights().T
 
+    def linear_scores(self, hidden: Tensor) -> tuple[Tensor, Tensor]:
+        """(queries, items) whose product is ``score_all``: the full cross-entropy's chunked form."""
+        return hidden, self.item_weights()
+
     def score_items(self, hidden: Tensor, items: Tensor) -> Tensor:
         """Scores (..., m) of the given item indices (..., m) for hidden states (..., d)."""
         return (self.embedding.items(items) * hidden.unsqueeze(-2)).sum(-1)

@@ -9,6 +9,7 @@ evaluator, the recommender and the losses treat STOSA like any other model.
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
 from awrsr.models.base import SequenceBackbone
@@ -50,6 +51,14 @@ class STOSA(SequenceBackbone):
     def score_all(self, hidden: Tensor) -> Tensor:
         """-W2^2 between each output distribution (N, 2d) and every item: (N, num_items)."""
         return -pairwise_squared_distances(hidden, self.item_vectors())
+
+    def linear_scores(self, hidden: Tensor) -> tuple[Tensor, Tensor]:
+        """(queries, items) whose product is ``score_all`` up to a constant per row, which softmax
+        ignores: -||z - z_v||^2 = [2z, 1] . [z_v, -||z_v||^2] - ||z||^2. The full cross-entropy
+        then runs in chunks, as for dot-product models, instead of on every (position, item) logit."""
+        items = self.item_vectors()
+        queries = torch.cat([2 * hidden, hidden.new_ones(*hidden.shape[:-1], 1)], dim=-1)
+        return queries, torch.cat([items, -(items * items).sum(-1, keepdim=True)], dim=-1)
 
     def score_items(self, hidden: Tensor, items: Tensor) -> Tensor:
         """-W2^2 between outputs (..., 2d) and the given items (..., m): (..., m)."""

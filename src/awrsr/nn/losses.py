@@ -76,15 +76,17 @@ def full_cross_entropy(
 ) -> Tensor:
     """Softmax cross-entropy over every item (the "SASRec+" setting).
 
-    Dot-product models expose ``item_weights()`` (I, d), and the loss is then computed in chunks
-    without materialising every logit; other models give their full ``score_all``.
+    A model whose scores are a matrix product up to a constant per row (which softmax ignores)
+    exposes ``linear_scores(hidden)`` -> (queries (N, e), items (I, e)), and the loss is then
+    computed in chunks without materialising every logit (SASRec's dot products; STOSA's negative
+    squared distances); other models give their full ``score_all``.
     """
     h, pos = _real_positions(hidden, targets)
     if not len(h):
         return _nothing_to_learn(hidden)
-    item_weights = getattr(model, "item_weights", None)
-    if item_weights is not None:
-        return linear_cross_entropy(h, item_weights(), pos - 1)
+    linear_scores = getattr(model, "linear_scores", None)
+    if linear_scores is not None:
+        return linear_cross_entropy(*linear_scores(h), pos - 1)
     return F.cross_entropy(model.score_all(h), pos - 1)  # score_all column j is item j + 1
 
 
