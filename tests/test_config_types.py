@@ -103,3 +103,13 @@ def test_the_edges_of_each_range_are_accepted():
                         weight_decay=0.0, adversarial_alpha=0.0, max_time="00:00:30:00")
     assert (train.patience, train.val_every, train.effective_num_negatives) == (0, 3, 1)
     assert EvalConfig(ks=[10, 1, 10], batch_size=1).ks == [1, 10]
+
+
+def test_a_loss_without_a_default_number_of_negatives_gets_one(monkeypatch):
+    """A plugin's loss is in no table of defaults: one negative, unless train.num_negatives says
+    (a KeyError traceback from deep inside fit before)."""
+    from awrsr.train import config
+
+    monkeypatch.setattr(config, "DEFAULT_NEGATIVES", {"ce": 0})
+    assert config.TrainConfig(loss="sampled_softmax").effective_num_negatives == 1
+    assert config.TrainConfig(loss="sampled_softmax", num_negatives=7).effective_num_negatives == 7

@@ -155,3 +155,19 @@ def test_a_failed_plugin_fails_every_later_lookup_and_none_load_when_disabled(mo
     for value in ("", "0", "false", "no"):
         monkeypatch.setenv(plugins.DISABLE_VARIABLE, value)
         assert not plugins.plugins_disabled()
+
+
+def test_a_plugin_that_exits_is_named_and_an_interrupt_while_loading_leaves_nothing_half_loaded(monkeypatch, tmp_path):
+    (tmp_path / "awrsr_exiting_plugin.py").write_text("raise SystemExit('bye')\n")
+    (tmp_path / "awrsr_interrupted_plugin.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv(plugins.DISABLE_VARIABLE, raising=False)
+    monkeypatch.setattr(plugins, "_failure", None)
+    monkeypatch.setattr(plugins, "_loaded", None)
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [_entry("interrupted", "awrsr_interrupted_plugin")])
+    with pytest.raises(KeyboardInterrupt):
+        plugins.load_plugins()
+    assert plugins._loaded is None and plugins._failure is None  # the next lookup tries them all again
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [_entry("exiting", "awrsr_exiting_plugin")])
+    with pytest.raises(PluginError, match=r"^plugin 'exiting' \(awrsr_exiting_plugin\) failed to load: SystemExit: bye;"):
+        plugins.load_plugins()

@@ -55,7 +55,10 @@ def load_plugins() -> dict[str, str]:
         _loading = source(entry)
         try:
             entry.load()
-        except Exception as err:  # an ImportError, a name registered twice, any error of the plugin's own code
+        except KeyboardInterrupt:  # not the plugin's fault: the next lookup loads them all again
+            _loaded = None
+            raise
+        except (Exception, SystemExit) as err:  # an ImportError, a name registered twice, the plugin's own error or exit
             where = entry.value if entry.dist is None else f"{entry.value}, from {_loading}"
             _failure = PluginError(f"plugin {entry.name!r} ({where}) failed to load: "
                                    f"{type(err).__name__}: {err}; uninstall it, or set {DISABLE_VARIABLE}=1 to load no plugin")

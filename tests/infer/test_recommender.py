@@ -162,6 +162,20 @@ def test_the_model_is_given_each_historys_last_max_len_items_left_padded():
     assert sorted(model.windows) == sorted([[7, 2, 9, 4, 5, 8], [0, 0, 0, 0, 6, 2]])
 
 
+def test_masking_seen_or_excluded_items_leaves_a_models_own_scores_alone():
+    """The popularity model's scores are its counts, expanded: filtering written into them would
+    remove an item from every later recommendation."""
+    from awrsr.models import PopularityModel
+
+    model = PopularityModel(np.array([1, 1, 2, 2, 2, 3, 3, 3, 3, 4]), 5)  # counts 2, 3, 4, 1, 0
+    counts = model.counts.clone()
+    rec = Recommender(model, Vocabulary(["a", "b", "c", "d", "e"]), max_len=6)
+    assert [r.item for r in rec.recommend(["c"], k=2)] == ["b", "a"]  # c is seen
+    assert [r.item for r in rec.recommend(["e"], k=2, exclude_seen=False, exclude=["b"])] == ["c", "a"]
+    assert torch.equal(model.counts, counts)
+    assert [r.item for r in rec.recommend(["e"], k=2)] == ["c", "b"]
+
+
 def test_a_float64_model_is_ranked_in_float64():
     # 1 + 1e-9 and 1 are one float32 number: rounding would let topk's tie order pick the first,
     # which is wrong in one of the two orders.

@@ -134,6 +134,21 @@ def test_full_cross_entropy_in_chunks_equals_it_over_every_distance_with_the_sam
         assert torch.allclose(grad, expected_grads[name], rtol=1e-9, atol=1e-12), name
 
 
+def test_stosas_chunked_cross_entropy_is_formed_in_float32_under_bf16_autocast():
+    """[2z, 1] . [z_v, -||z_v||^2] subtracts large norms, as the distances do: under bf16 autocast
+    the loss must stay what float32 gives (bf16 products were off by about 2e-2 here)."""
+    model = tiny_stosa(hidden_size=32).train()
+    ids = torch.randint(1, 16, (16, 9), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        model.embedding.mean_items.weight.mul_(8.0)  # norms of the size training reaches
+        hidden = model(ids[:, :-1])
+    exact = LOSSES.get("ce")(model, hidden, ids[:, 1:])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        under_autocast = LOSSES.get("ce")(model, hidden, ids[:, 1:])
+    assert under_autocast.dtype == torch.float32
+    assert abs(under_autocast.item() - exact.item()) < 1e-5, (under_autocast.item(), exact.item())
+
+
 def test_the_encoder_updates_the_mean_stream():
     """The public STOSA code leaves the mean stream untouched by attention; here an earlier item
     changes the last position's mean."""

@@ -240,6 +240,9 @@ class Recommender:
             batch = histories.select(rows)
             windows = torch.from_numpy(batch.to_padded(self.max_len)).to(self.device)
             batch_scores = at_least_float32(self.model.score_next(windows))
+            if exclude_seen or excluded_cols is not None:
+                # masked in a copy: scores may be the model's own storage (popularity's expanded counts)
+                batch_scores = batch_scores.clone()
             if exclude_seen:
                 seen_rows = torch.from_numpy(np.repeat(np.arange(len(rows)), batch.lengths)).to(self.device)
                 mask_items_(batch_scores, seen_rows, torch.from_numpy(batch.items - 1).to(self.device))

@@ -52,6 +52,10 @@ class STOSA(SequenceBackbone):
         """-W2^2 between each output distribution (N, 2d) and every item: (N, num_items)."""
         return -pairwise_squared_distances(hidden, self.item_vectors())
 
+    #: The full cross-entropy forms [2z, 1] . [z_v, -||z_v||^2] in float32 even under bf16 autocast,
+    #: as pairwise_squared_distances does: bf16 would lose the differences that rank items.
+    scores_in_float32 = True
+
     def linear_scores(self, hidden: Tensor) -> tuple[Tensor, Tensor]:
         """(queries, items) whose product is ``score_all`` up to a constant per row, which softmax
         ignores: -||z - z_v||^2 = [2z, 1] . [z_v, -||z_v||^2] - ||z||^2. The full cross-entropy

@@ -79,14 +79,20 @@ def full_cross_entropy(
     A model whose scores are a matrix product up to a constant per row (which softmax ignores)
     exposes ``linear_scores(hidden)`` -> (queries (N, e), items (I, e)), and the loss is then
     computed in chunks without materialising every logit (SASRec's dot products; STOSA's negative
-    squared distances); other models give their full ``score_all``.
+    squared distances, in float32 under autocast: ``scores_in_float32``); other models give their
+    full ``score_all``.
     """
     h, pos = _real_positions(hidden, targets)
     if not len(h):
         return _nothing_to_learn(hidden)
     linear_scores = getattr(model, "linear_scores", None)
     if linear_scores is not None:
-        return linear_cross_entropy(*linear_scores(h), pos - 1)
+        queries, items = linear_scores(h)
+        if getattr(model, "scores_in_float32", False):  # distances: differences of large norms, lost in bf16
+            dtype = torch.promote_types(queries.dtype, torch.float32)
+            with torch.autocast(h.device.type, enabled=False):
+                return linear_cross_entropy(queries.to(dtype), items.to(dtype), pos - 1)
+        return linear_cross_entropy(queries, items, pos - 1)
     return F.cross_entropy(model.score_all(h), pos - 1)  # score_all column j is item j + 1
 
 

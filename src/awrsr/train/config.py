@@ -105,4 +105,6 @@ class TrainConfig:
 
     @property
     def effective_num_negatives(self) -> int:
-        return DEFAULT_NEGATIVES[self.loss] if self.num_negatives is None else self.num_negatives
+        if self.num_negatives is not None:
+            return self.num_negatives
+        return DEFAULT_NEGATIVES.get(self.loss, 1)  # a plugin's loss: one, unless train.num_negatives says
