@@ -78,7 +78,7 @@ def eval_order(cases: EvalCases) -> np.ndarray:
 
 def mask_items_(scores: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
     """``scores`` (B, I) with -inf written at each (row, col), in place: items that may not be
-    ranked (a copy would be a second B x I matrix per batch)."""
+    ranked. The caller must own ``scores`` (recommend masks its copy of the model's scores)."""
     return scores.index_put_((rows, cols), torch.tensor(float("-inf"), device=scores.device, dtype=scores.dtype))
 
 
