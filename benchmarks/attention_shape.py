@@ -8,7 +8,9 @@ For the last position of the first ``--users`` test users with at least ``--min-
 largest weight of the row and its mean entropy (nats), for A and for the weights actually
 multiplied into the values (B; equal to A without a refinement), next to a uniform row over the
 same keys, and how far each layer's refinement matrices moved from the identity (the largest
-||W - I|| / ||I|| of the layer). Results go to benchmarks/results/<output>.json and .md.
+||W - I|| / ||I|| of the layer). ``--untrained`` measures instead a model of each run's config
+as built before training (seed ``--seed``): where a refinement starts. Results go to
+benchmarks/results/<output>.json and .md.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from awrsr.data import data_config_from_dict, leave_one_out, load_sequence_data  # noqa: E402
 from awrsr.infer import load_artifact  # noqa: E402
+from awrsr.models import build_model  # noqa: E402
 
 
 def row_shape(rows: torch.Tensor) -> tuple[float, float]:
@@ -34,8 +37,11 @@ def row_shape(rows: torch.Tensor) -> tuple[float, float]:
     return rows.max(-1).values.mean().item(), entropy.mean().item()
 
 
-def measure(run_dir: str, min_length: int, users: int) -> list[dict]:
+def measure(run_dir: str, min_length: int, users: int, untrained_seed: int | None = None) -> list[dict]:
     artifact = load_artifact(run_dir)
+    if untrained_seed is not None:  # the same parts and sizes, at their initialisation
+        torch.manual_seed(untrained_seed)
+        artifact.model = build_model(artifact.model_config, artifact.model.num_items).eval()
     cases = leave_one_out(load_sequence_data(data_config_from_dict(artifact.config["data"]))).test
     max_len = artifact.model_config.max_len
     chosen = np.flatnonzero(cases.history.lengths >= min_length)[:users]
@@ -62,7 +68,9 @@ def measure(run_dir: str, min_length: int, users: int) -> list[dict]:
         base_max, base_entropy = row_shape(weights.base[:, :, -1, :].flatten(0, 1))
         used_max, used_entropy = row_shape(weights.refined[:, :, -1, :].flatten(0, 1))
         rows.append({
-            "run": run_dir, "refine": artifact.model_config.refine, "layer": index + 1, "users": len(chosen),
+            "run": run_dir + (" (untrained)" if untrained_seed is not None else ""),
+            "refine": artifact.model_config.refine + ("" if artifact.model_config.refine_input == "weights" else " on logits"),
+            "layer": index + 1, "users": len(chosen),
             "A_max": round(base_max, 4), "A_entropy": round(base_entropy, 3),
             "B_max": round(used_max, 4), "B_entropy": round(used_entropy, 3),
             "uniform_max": round(float(np.mean(1.0 / keys)), 4), "uniform_entropy": round(uniform_entropy, 3),
@@ -77,8 +85,11 @@ def main() -> None:
     parser.add_argument("--min-length", type=int, default=20)
     parser.add_argument("--users", type=int, default=256)
     parser.add_argument("--output", default="attention-shape", help="result file stem under benchmarks/results")
+    parser.add_argument("--untrained", action="store_true", help="measure each run's model as built, before training")
+    parser.add_argument("--seed", type=int, default=42, help="the initialisation's seed, with --untrained")
     args = parser.parse_args()
-    rows = [row for run in args.runs for row in measure(run, args.min_length, args.users)]
+    seed = args.seed if args.untrained else None
+    rows = [row for run in args.runs for row in measure(run, args.min_length, args.users, seed)]
     md = [
         f"Last position of {rows[0]['users']} test users with {args.min_length}+ items; head-averaged.", "",
         "| run | refine | layer | A: largest weight | A: entropy | B: largest weight | B: entropy | uniform: largest "

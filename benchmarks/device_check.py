@@ -6,8 +6,10 @@ the narrow windows, the refinements, the chunked cross-entropy and the evaluator
 
     python benchmarks/device_check.py [--device cuda] [--output benchmarks/results/device-check]
 
-For every (backbone, attention, refinement) the registries offer, a small model is built with its
-refinement matrices far from identity (init std 0.5, so that a wrong refinement shows) and:
+For every (backbone, attention, refinement) the registries offer, and again with the refinement
+on the attention's logits wherever it can act on them (``model.refine_input: logits``, rows named
+``...@logits``), a small model is built with its refinement matrices far from identity (init std
+0.5, so that a wrong refinement shows) and:
   - in training mode without dropout, its outputs, its base and refined attention weights and the
     gradient of every parameter (of a fixed function of the outputs), in float32 on the device
     (TF32 off), are compared with float64 on the CPU: relative errors ||device - cpu|| / ||cpu||,
@@ -35,7 +37,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, as the other scripts, whatever is installed
 
-from awrsr.models import ModelConfig, build_model, compatible_combinations  # noqa: E402
+from awrsr.models import ModelConfig, build_model, compatible_combinations, refines_logits  # noqa: E402
 from awrsr.workflows import source_version  # noqa: E402
 
 # Relative errors. Float32 with TF32 off lands near 1e-7 in forward values, and up to ~1e-3 in
@@ -91,9 +93,9 @@ def with_full_history_row(ids: torch.Tensor) -> torch.Tensor:
     return torch.cat([ids, full])
 
 
-def check_model(name: str, attention: str, refine: str, device: torch.device) -> dict:
+def check_model(name: str, attention: str, refine: str, device: torch.device, refine_input: str = "weights") -> dict:
     config = dict(name=name, attention=attention, refine=refine, max_len=24, hidden_size=32, num_heads=2,
-                  num_blocks=2, refine_init_std=0.5)
+                  num_blocks=2, refine_init_std=0.5, refine_input=refine_input)
     num_items = 50
     generator = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
@@ -136,7 +138,8 @@ def check_model(name: str, attention: str, refine: str, device: torch.device) ->
         noisy.eval()
         eval_same = torch.equal(noisy(on_device), noisy(on_device))
     ok = all(errors[k] < limit for k, limit in TOLERANCE.items()) and dropout_differs and eval_same
-    return {"model": f"{name}/{attention}/{refine}", **errors, "attention dropout differs": dropout_differs,
+    label = f"{name}/{attention}/{refine}" + ("@logits" if refine_input == "logits" else "")
+    return {"model": label, **errors, "attention dropout differs": dropout_differs,
             "eval deterministic": eval_same, "ok": ok}
 
 
@@ -184,21 +187,25 @@ def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = False  # compare float32 with float32, not TF32
     torch.backends.cudnn.allow_tf32 = False
     rows = []
-    for triple in compatible_combinations():
+    # every triple, and again with the refinement on logits where it can be (model.refine_input)
+    checks = [(*triple, "weights") for triple in compatible_combinations()]
+    checks += [(*triple[:3], "logits") for triple in checks if refines_logits(*triple[:3])]
+    for *triple, refine_input in checks:
         try:
-            rows.append(check_model(*triple, device))
+            rows.append(check_model(*triple, device, refine_input))
         except Exception as err:  # a crash is a failed check, reported with the rest
-            rows.append({"model": "/".join(triple), "error": f"{type(err).__name__}: {err}", "ok": False})
+            label = "/".join(triple) + ("@logits" if refine_input == "logits" else "")
+            rows.append({"model": label, "error": f"{type(err).__name__}: {err}", "ok": False})
     for check in (check_cross_entropy, check_ranking):
         try:
             rows.append(check(device))
         except Exception as err:
             rows.append({"model": check.__name__, "error": f"{type(err).__name__}: {err}", "ok": False})
     keys = list(TOLERANCE)
-    print(f"{'model':28s} " + " ".join(f"{k[:10]:>10s}" for k in keys) + "  ok")
+    print(f"{'model':36s} " + " ".join(f"{k[:10]:>10s}" for k in keys) + "  ok")
     for row in rows:
         cells = " ".join(f"{row[k]:10.1e}" if k in row else f"{'':10s}" for k in keys)
-        print(f"{row['model']:28s} {cells}  {'yes' if row['ok'] else 'NO ' + str(row.get('error', ''))}")
+        print(f"{row['model']:36s} {cells}  {'yes' if row['ok'] else 'NO ' + str(row.get('error', ''))}")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" and torch.cuda.is_available() else str(device)
     print(f"{sum(r['ok'] for r in rows)}/{len(rows)} checks pass on {name} (torch {torch.__version__}, awrsr {version})")
     if args.output:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from awrsr.errors import ConfigError
-from awrsr.models import ModelConfig, build_model, compatible_combinations
+from awrsr.models import ModelConfig, build_model, compatible_combinations, refines_logits
 
 # ../shared/data beside the repository root; tests that need it skip when it is absent.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -21,11 +21,27 @@ def shared_file(relative: str) -> Path:
     return path
 
 
+# A refinement acting on logits (model.refine_input) is named REFINE@logits in the shared tests.
+ON_LOGITS = "@logits"
+
+
 def registered_combinations() -> list[tuple[str, str, str]]:
     """Every (backbone, attention, refinement) triple the registries offer and the builders
     accept; a new part registered anywhere is picked up by every test parametrised with this.
-    Rejected triples are tested to be configuration errors in tests/models/test_stosa.py."""
-    return compatible_combinations()
+    Each refinement comes a second time as ``REFINE@logits``, acting on the logits, wherever the
+    attention has them. Rejected triples are tested to be configuration errors in
+    tests/models/test_stosa.py."""
+    combos = compatible_combinations()
+    return combos + [(name, attention, refine + ON_LOGITS) for name, attention, refine in combos if refines_logits(name, attention, refine)]
+
+
+def split_refine(refine: str) -> tuple[str, str]:
+    """(model.refine, model.refine_input) of a shared test's refinement name.
+
+    >>> split_refine("simp@logits"), split_refine("simp")
+    (('simp', 'logits'), ('simp', 'weights'))
+    """
+    return (refine[: -len(ON_LOGITS)], "logits") if refine.endswith(ON_LOGITS) else (refine, "weights")
 
 
 def build_tiny(name: str, attention: str, refine: str, parameters: str = "initial", **overrides):
@@ -35,9 +51,10 @@ def build_tiny(name: str, attention: str, refine: str, parameters: str = "initia
     std 0.3): a part that starts at an identity or at zero (a refinement matrix at I, a bias at
     0) shows at initialisation nothing of what its trained parameters do, so an invariant checked
     only there could not catch a leak that opens as the part learns."""
+    refine, refine_input = split_refine(refine)
     values = dict(
-        name=name, attention=attention, refine=refine, max_len=8, hidden_size=16, num_heads=2,
-        num_blocks=2, dropout=0.1,
+        name=name, attention=attention, refine=refine, refine_input=refine_input, max_len=8, hidden_size=16,
+        num_heads=2, num_blocks=2, dropout=0.1,
     )
     values.update(overrides)
     try:

@@ -222,6 +222,7 @@ _READ_ONLY_BY: tuple[tuple[str, str, Any], ...] = (
     ("model.mask_prob", "model.name 'bert4rec'", lambda model, train: model.name == "bert4rec"),
     ("model.refine_value_form", "model.refine 'value'", lambda model, train: model.refine == "value"),
     ("model.refine_blocks", "a model.refine other than 'none'", lambda model, train: model.refine != "none"),
+    ("model.refine_input", "a model.refine other than 'none'", lambda model, train: model.refine != "none"),
     *((f"model.{key}", "a refinement built on n x n matrices",
        lambda model, train: reads_matrix_options(model)) for key in ("refine_per_head", "refine_scale", "refine_init_std")),
     # average ignores positions and exponential only sees their differences: the same weights either way

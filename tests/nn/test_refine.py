@@ -181,14 +181,17 @@ def first_backbone(refine: str) -> tuple[str, str]:
 
 
 # every registered refinement, so one added later is saved, loaded and served here too
+@pytest.mark.parametrize("refine_input", ["weights", "logits"])
 @pytest.mark.parametrize("refine", [r for r in REFINEMENTS.names() if r != "none"])
-def test_refinement_trains_saves_loads_and_recommends(refine, tmp_path, monkeypatch):
+def test_refinement_trains_saves_loads_and_recommends(refine, refine_input, tmp_path, monkeypatch):
     from conftest import fit_and_reload
 
     name, attention = first_backbone(refine)
-    cfg = ModelConfig(name=name, attention=attention, max_len=12, hidden_size=16, num_blocks=1, refine=refine)
+    cfg = ModelConfig(
+        name=name, attention=attention, max_len=12, hidden_size=16, num_blocks=1, refine=refine, refine_input=refine_input,
+    )
     loaded, initial = fit_and_reload(cfg, tmp_path / refine, monkeypatch)
-    assert loaded.model_config.refine == refine
+    assert (loaded.model_config.refine, loaded.model_config.refine_input) == (refine, refine_input)
     # It trained and the trained parameters were saved: the refinement's parameters are those it
     # was built with (none for a refinement without parameters), each moved by training.
     refinement = {key: value for key, value in loaded.model.state_dict().items() if ".refinement." in key}

@@ -34,6 +34,9 @@ class ModelConfig:
         refine_init_std: refinement matrices start at identity + N(0, refine_init_std).
         refine_blocks: 0-based blocks to refine; null (None) refines every block.
         refine_value_form: M_value form: causal (default) or literal (the paper's eq. 3, bidirectional backbones only).
+        refine_input: what the refinements act on as A: weights, after the masked softmax (default), or
+            logits, the paper's A_kt = Q_k K_t^T / sqrt(d) before it (masked entries 0; STOSA: -W2^2 / sqrt(d_h)).
+            Not for calibrated attention, whose A_comb has no logits (docs/refinements.md).
         norm_eps: LayerNorm epsilon.
         position_embedding: add learned position embeddings; null (None) means yes unless the attention
             encodes positions itself (positional and the fixed patterns: PARec has none).
@@ -64,6 +67,7 @@ class ModelConfig:
     refine_init_std: float = 0.02  # matrices start at identity + N(0, std)
     refine_blocks: list[int] | None = None  # 0-based blocks to refine; None -> every block
     refine_value_form: Literal["causal", "literal"] = "causal"  # M_value: causal form or the paper's eq. 3
+    refine_input: Literal["weights", "logits"] = "weights"  # A after the softmax, or the paper's A before it
     norm_eps: float = 1e-8
     position_embedding: bool | None = None  # None -> on unless the attention encodes positions
     positional_rank: int | None = None  # positional attention: None -> full n x n (PARec), k -> FPARec
@@ -144,5 +148,6 @@ class ModelConfig:
             refinement = "no refinement"
         else:
             blocks = "" if self.refine_blocks is None else f" in block(s) {', '.join(map(str, self.refine_blocks))}"
-            refinement = f"refined by {self.refine}{blocks}"
+            on_logits = " on logits" if self.refine_input == "logits" else ""
+            refinement = f"refined by {self.refine}{on_logits}{blocks}"
         return f"{self.name}, {attention}, {refinement}"

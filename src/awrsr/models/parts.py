@@ -17,6 +17,7 @@ def build_attention(cfg: ModelConfig, block_index: int, *, causal: bool, stochas
     # model.refine_blocks applies to every refinement alike: a block left out gets the identity.
     refined = cfg.refine_blocks is None or block_index in cfg.refine_blocks
     refinement = REFINEMENTS.get(cfg.refine if refined else "none")(cfg, block_index)
+    refinement.acts_on = cfg.refine_input  # set here, for every refinement alike (plugins' too)
     if causal and refinement.needs_bidirectional:
         raise ConfigError(
             f"model.refine {cfg.refine!r} with this form lets a position see later items; "
@@ -26,6 +27,11 @@ def build_attention(cfg: ModelConfig, block_index: int, *, causal: bool, stochas
     if getattr(attention, "needs_causal", False) and not causal:
         raise ConfigError(
             f"model.attention {cfg.attention!r} is defined for causal backbones only; {cfg.name!r} is bidirectional"
+        )
+    if refinement.acts_on == "logits" and not refinement.is_identity and not getattr(attention, "refines_logits", False):
+        raise ConfigError(
+            f"model.refine_input 'logits' needs an attention whose weights are the softmax of logits; "
+            f"model.attention {cfg.attention!r} gives none (use refine_input: weights)"
         )
     is_stochastic = getattr(attention, "stochastic", False)
     if is_stochastic != stochastic:

@@ -41,3 +41,20 @@ def compatible_combinations() -> list[tuple[str, str, str]]:
             continue
         combos.append((name, attention, refine))
     return combos
+
+
+def refines_logits(name: str, attention: str, refine: str) -> bool:
+    """Whether a compatible triple's refinement can act on the attention's logits
+    (``model.refine_input: logits``): a refinement other than the identity, on an attention that
+    has logits. The shared tests and benchmarks/device_check.py run these a second time so."""
+    from awrsr.errors import ConfigError
+    from awrsr.models.config import ModelConfig
+
+    if refine == "none":
+        return False
+    try:
+        config = ModelConfig(name=name, attention=attention, refine=refine, refine_input="logits", max_len=4, hidden_size=4)
+        build_model(config, 3)
+    except ConfigError:
+        return False
+    return True

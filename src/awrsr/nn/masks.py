@@ -88,6 +88,19 @@ class AttentionMask:
         return self.cached(("fused_bias", dtype), lambda: _additive(self.for_fused_kernel, float("-inf"), dtype))
 
 
+def zero_masked(logits: Tensor, mask: AttentionMask) -> Tensor:
+    """``logits`` (.., n, n) broadcast to the mask's batch, with every entry the mask forbids
+    exactly 0: later and padded keys, and padded queries' whole rows.
+
+    >>> mask = AttentionMask.build(torch.tensor([[0, 3, 4]]), causal=True)
+    >>> zero_masked(torch.full((1, 1, 3, 3), 2.0), mask)[0, 0]
+    tensor([[0., 0., 0.],
+            [0., 2., 0.],
+            [0., 2., 2.]])
+    """
+    return torch.where(mask.allowed_to_real_queries, logits, torch.zeros((), dtype=logits.dtype, device=logits.device))
+
+
 def _additive(allowed: Tensor, masked: float, dtype: torch.dtype) -> Tensor:
     """0 where ``allowed``, ``masked`` elsewhere, in one pass (zeros then masked_fill_ took two)."""
     zero = torch.zeros((), dtype=dtype, device=allowed.device)

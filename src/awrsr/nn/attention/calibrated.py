@@ -76,6 +76,9 @@ class CalibratedAttention(DotProductAttention):
     SASRec's cost, and its shared weights load into a plain ``dot`` model.
     """
 
+    # A refinement acts on A_comb, a mix of two softmaxes, which has no logits of its own.
+    refines_logits = False
+
     def __init__(
         self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement,
         fused: bool = True, lite: bool = False,

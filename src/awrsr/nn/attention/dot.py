@@ -26,6 +26,8 @@ class DotProductAttention(nn.Module):
     # It reads model.fused_attention (run_config asks the part: a mechanism that can take a fused
     # kernel says so, and the option is noted as having no effect on the others).
     reads_fused_attention = True
+    # A refinement may act on the scaled logits, the paper's A (model.refine_input: logits).
+    refines_logits = True
 
     def __init__(
         self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement,
@@ -71,7 +73,7 @@ class DotProductAttention(nn.Module):
             # step with attention dropout, which always comes here; docs/benchmarks.md, session 49)
             read = need_weights or not self.refinement.is_identity
             base = masked_softmax(logits, mask, zero_padded_rows=read)
-            refined = self.refinement(base, mask)
+            refined = self.refinement.refine(base, logits, mask)
             out = dropout(refined, p_drop) @ v  # (B, h, n, d_h)
             if need_weights:
                 weights = AttentionWeights(base=base, refined=refined)

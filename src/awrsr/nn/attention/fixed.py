@@ -57,19 +57,25 @@ class FixedPatternAttention(PositionWeightedValues):
         slots = torch.arange(self.max_len - n + 1, self.max_len + 1, device=mask.real.device)
         return slots.expand_as(mask.real)
 
-    def weights(self, mask: AttentionMask) -> Tensor:
-        # At least float32 (bf16 counts positions exactly only up to 256), and float64 in a float64 model.
-        dtype = torch.promote_types(torch.float32, self.value.weight.dtype)
-
+    def logits(self, mask: AttentionMask) -> Tensor:
+        """log(a_ij) (B, 1, n, n), whose softmax over the allowed keys is the row normalisation
+        a_ij / sum_j a_ij."""
         def build() -> Tensor:
-            position = self.slot_positions(mask).to(dtype)  # (B, n)
-            logits = PATTERNS[self.pattern](position[:, :, None], position[:, None, :])  # (B, n, n)
-            # The softmax of log-weights is the row normalisation a_ij / sum_j a_ij over allowed keys.
-            return masked_softmax(logits.unsqueeze(1), mask)  # (B, 1, n, n)
+            position = self.slot_positions(mask).to(self._dtype())  # (B, n)
+            return PATTERNS[self.pattern](position[:, :, None], position[:, None, :]).unsqueeze(1)
 
+        return mask.cached(("fixed pattern logits", *self._key()), build)
+
+    def normalise(self, logits: Tensor, mask: AttentionMask) -> Tensor:
         # no parameters, so every block of a forward pass has the same weights: built once
-        weights = mask.cached(("fixed pattern", self.pattern, self.positions, self.max_len, dtype), build)
-        return weights.expand(-1, self.num_heads, -1, -1)
+        return mask.cached(("fixed pattern", *self._key()), lambda: masked_softmax(logits, mask))
+
+    def _dtype(self) -> torch.dtype:
+        # At least float32 (bf16 counts positions exactly only up to 256), and float64 in a float64 model.
+        return torch.promote_types(torch.float32, self.value.weight.dtype)
+
+    def _key(self) -> tuple:
+        return self.pattern, self.positions, self.max_len, self._dtype()
 
 
 def _register(pattern: str) -> None:

@@ -22,13 +22,14 @@ from awrsr.nn.refine.base import Refinement
 
 
 class PositionWeightedValues(nn.Module):
-    """What position-only attentions share: per-head weights from ``position_logits`` or
-    ``position_weights``, refined, dropped out and multiplied into V = x W_V (heads concatenated).
-    Subclasses give the weights; they declare ``encodes_position`` so the backbone leaves out its
-    position embedding unless asked."""
+    """What position-only attentions share: per-head weights, the masked softmax of ``logits``,
+    refined, dropped out and multiplied into V = x W_V (heads concatenated). Subclasses give the
+    logits; they declare ``encodes_position`` so the backbone leaves out its position embedding
+    unless asked."""
 
     encodes_position = True
     window_invariant = True  # subclasses give the weights of the last n slots for a window of n
+    refines_logits = True  # a refinement may act on the logits (model.refine_input: logits)
 
     def __init__(self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement) -> None:
         super().__init__()
@@ -38,17 +39,26 @@ class PositionWeightedValues(nn.Module):
         self.attn_dropout = attn_dropout
         self.refinement = refinement
 
-    def weights(self, mask: AttentionMask) -> Tensor:  # pragma: no cover - abstract
-        """(B or 1, h, n, n) attention weights; masked entries 0, rows summing to 1 over allowed keys."""
+    def logits(self, mask: AttentionMask) -> Tensor:  # pragma: no cover - abstract
+        """(B or 1, h or 1, n, n) scaled logits of the window ``mask`` covers."""
         raise NotImplementedError
+
+    def normalise(self, logits: Tensor, mask: AttentionMask) -> Tensor:
+        """The weights of ``logits``: masked entries 0, rows summing to 1 over allowed keys."""
+        return masked_softmax(logits, mask)
+
+    def weights(self, mask: AttentionMask) -> Tensor:
+        """(B or 1, h or 1, n, n) attention weights of the window ``mask`` covers."""
+        return self.normalise(self.logits(mask), mask)
 
     def forward(
         self, x: Tensor, mask: AttentionMask, need_weights: bool = False
     ) -> tuple[Tensor, AttentionWeights | None]:
         B, n, d = x.shape
         v = self.value(x).view(B, n, self.num_heads, self.head_size).transpose(1, 2)  # (B, h, n, d_h)
-        base = self.weights(mask).expand(B, -1, -1, -1)  # (B, h, n, n)
-        refined = self.refinement(base, mask)
+        logits = self.logits(mask).expand(-1, self.num_heads, -1, -1)  # (B or 1, h, n, n)
+        base = self.normalise(logits, mask).expand(B, -1, -1, -1)  # (B, h, n, n)
+        refined = self.refinement.refine(base, logits, mask)
         out = dropout(refined, self.attn_dropout, self.training) @ v  # (B, h, n, d_h)
         weights = AttentionWeights(base=base, refined=refined) if need_weights else None
         return out.transpose(1, 2).reshape(B, n, d), weights
@@ -80,12 +90,11 @@ class PositionalAttention(PositionWeightedValues):
             return self.relation[:, -n:, -n:]
         return self.left[:, -n:] @ self.right[:, -n:].transpose(-2, -1)
 
-    def weights(self, mask: AttentionMask) -> Tensor:
+    def logits(self, mask: AttentionMask) -> Tensor:
         n = mask.allowed.shape[-1]
         if n > self.max_len:
             raise ValueError(f"positional attention got a window of {n} slots, more than max_len={self.max_len}")
-        logits = self.position_logits(n) * self.scale  # (h, n, n)
-        return masked_softmax(logits.unsqueeze(0), mask)  # (B, h, n, n)
+        return (self.position_logits(n) * self.scale).unsqueeze(0)  # (1, h, n, n)
 
 
 @ATTENTIONS.register("positional")

@@ -22,12 +22,13 @@ class WassersteinAttention(nn.Module):
     """A = masked-softmax(-W2^2(q_k, k_t) / sqrt(d_h)); mean out = A V_mu, covariance out = (A*A) V_cov.
 
     Both streams are updated (the public STOSA code's typo left the mean stream unchanged). A
-    refinement acts on A; the mean path uses the refined weights and the covariance path their
-    squares.
+    refinement acts on A (or on its logits); the mean path uses the refined weights and the
+    covariance path their squares.
     """
 
     stochastic = True
     window_invariant = True  # distances between slots' vectors: nothing indexed by slot
+    refines_logits = True  # a refinement may act on -W2^2 / sqrt(d_h) (model.refine_input: logits)
 
     def __init__(self, *, hidden_size: int, num_heads: int, attn_dropout: float, refinement: Refinement) -> None:
         super().__init__()
@@ -52,8 +53,9 @@ class WassersteinAttention(nn.Module):
         q_mu, k_mu, v_mu = self._heads(self.mean_qkv(mean_in))
         q_cov, k_cov, v_cov = (positive(t) for t in self._heads(self.cov_qkv(cov_in)))
         distances = pairwise_squared_distances(gaussian_vectors(q_mu, q_cov), gaussian_vectors(k_mu, k_cov))
-        base = masked_softmax(-distances / math.sqrt(self.head_size), mask)  # (B, h, n, n)
-        refined = self.refinement(base, mask)
+        logits = -distances / math.sqrt(self.head_size)
+        base = masked_softmax(logits, mask)  # (B, h, n, n)
+        refined = self.refinement.refine(base, logits, mask)
         dropped = dropout(refined, self.attn_dropout, self.training)
         mean_out = (dropped @ v_mu).transpose(1, 2).reshape(B, n, -1)  # (B, n, d)
         # dropped * refined = (mask / (1 - p)) * A * A: the same mask, and A*A in expectation
