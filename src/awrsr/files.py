@@ -14,6 +14,13 @@ from typing import Any, Callable, Sequence
 from awrsr.errors import AwrsrError, ConfigError
 
 
+def relative_to_cwd(path: str | Path) -> str | None:
+    """``relative to the current directory CWD`` for a relative ``path``, None for an absolute
+    one: a missing file's message says where a relative path was looked for (the current
+    directory, not the config file's)."""
+    return None if user_path(path).is_absolute() else f"relative to the current directory {Path.cwd()}"
+
+
 def user_path(path: str | Path) -> Path:
     """``path`` with a leading ``~`` or ``~user`` expanded, as a shell would. Every path a user
     gives goes through here once, so that awrsr and the libraries it hands paths to (Lightning

@@ -137,7 +137,10 @@ def check_fit_config_shape(text: str, source: str) -> None:
     if root is None:
         raise ConfigError(f"{source}: the config is empty; a fit config maps some of {known} to their settings")
     if not isinstance(root, yaml.MappingNode):
-        raise ConfigError(f"{source}: expected a mapping of sections ({known}), got {_kind(root)}")
+        # a data file given where its config goes reads as one string over many lines
+        hint = "; a data file is named in the config's data.path (awrsr fit --data.path FILE)" if (
+            isinstance(root, yaml.ScalarNode) and root.end_mark.line > root.start_mark.line) else ""
+        raise ConfigError(f"{source}: expected a mapping of sections ({known}), got {_kind(root)}{hint}")
     for key, value in root.value:
         line, name = key.start_mark.line + 1, key.value
         if name not in FIT_KEYS:
@@ -191,10 +194,15 @@ def _null(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")
 
 
-def _kind(node: yaml.Node) -> str:
+def _kind(node: yaml.Node, limit: int = 60) -> str:
+    """What ``node`` is, for a message: a scalar quoted, cut to about ``limit`` characters (a whole
+    file read as one string would otherwise fill the screen)."""
     if isinstance(node, yaml.SequenceNode):
         return "a list"
-    return "a mapping" if isinstance(node, yaml.MappingNode) else repr(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    text = repr(node.value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(str(node.value)):,} characters)"
 
 
 def install_strict_yaml_loader() -> None:

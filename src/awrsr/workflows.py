@@ -35,7 +35,7 @@ from awrsr.data import (
 from awrsr.data.tabular import FRAME_SOURCE
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
-from awrsr.files import output_directory, read_text, user_path
+from awrsr.files import output_directory, read_text, user_path, relative_to_cwd
 from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
     save_artifact, write_metrics,
@@ -515,7 +515,8 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
     # training data (same fingerprint and items) is it.
     candidates = _stored_data_candidates(artifact, data_config.path)
     if not candidates:
-        where = "" if user_path(data_config.path).is_absolute() else f" (relative to the current directory {Path.cwd()})"
+        relative = relative_to_cwd(data_config.path)
+        where = f" ({relative})" if relative else ""
         recorded = recorded_data_file(artifact.metrics)
         if recorded is not None and recorded != user_path(data_config.path).resolve():
             where += f", nor at {recorded}, where fit read it"

@@ -1057,8 +1057,12 @@ def test_compare_finds_a_variants_missing_data_file_before_any_run_trains(base_c
     from awrsr.errors import DataError
 
     variants = {"none": {}, "simp": {"model.refine": "simp", "data.path": str(tmp_path / "missing.csv")}}
-    with pytest.raises(DataError, match=r"variant 'simp': data file not found: .*missing.csv"):
+    with pytest.raises(DataError, match=r"variant 'simp': data file not found: .*missing.csv \(mend the variant's data.path\)$"):
         run_compare(base_config, variants, [1], tmp_path / "c", extra=parse_sets(TINY), console=QUIET)
+    # a relative path is looked for in the current directory, which the message names; the base
+    # config's path is mended with --set (a run's config.yaml holds the path it was trained from)
+    with pytest.raises(DataError, match=r"variant 'none': data file not found: missing.csv \(relative to the current directory .+; give it with --set \[data.path=FILE\]\)$"):
+        run_compare(base_config, ["simp"], [1], tmp_path / "c", extra={**parse_sets(TINY), "data.path": "missing.csv"}, console=QUIET)
     assert not (tmp_path / "c" / "none").exists()  # the base did not train first
 
 

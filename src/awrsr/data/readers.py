@@ -11,7 +11,7 @@ from awrsr.data.config import DataConfig
 from awrsr.data.tabular import is_frame, read_frame, read_table_file
 from awrsr.data.text_formats import read_movielens, read_whitespace
 from awrsr.errors import ConfigError, DataError
-from awrsr.files import starts_with, user_path
+from awrsr.files import starts_with, user_path, relative_to_cwd
 
 _BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv"}
 
@@ -77,9 +77,8 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
         raise TypeError(f"source must be a path or a DataFrame, got {type(source).__name__}")
     path = user_path(source)
     if not path.exists():
-        # a relative path is read from the current directory, not from the config file's (say so)
-        where = "" if path.is_absolute() else f" (relative to the current directory {Path.cwd()}; set data.path)"
-        raise DataError(f"data file not found: {source}{where}")
+        relative = relative_to_cwd(path)
+        raise DataError(f"data file not found: {source}{f' ({relative}; set data.path)' if relative else ''}")
     if path.is_dir():
         raise DataError(f"{source}: is a directory, expected a data file")
     if not path.is_file():  # its first bytes, read to detect the format, would be gone for the reader

@@ -28,7 +28,7 @@ from awrsr.experiments.runs import (
     left_out_runs, progress_sentence, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
-from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
+from awrsr.files import csv_text, output_directory, read_text, relative_to_cwd, user_path, write_text_atomic
 from awrsr.strict_yaml import check_unique_keys
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
@@ -250,7 +250,12 @@ def run_compare(
         for name, fit_args in resolved.items():
             path = fit_args["data"].path
             if path is not None and not user_path(path).exists():
-                raise DataError(f"variant {name!r}: data file not found: {path}")
+                relative = relative_to_cwd(path)
+                # a variant's own value wins over --set, so only the base config's path is mended there
+                mend = "mend the variant's data.path" if "data.path" in options[name] else "give it with --set [data.path=FILE]"
+                raise DataError(
+                    f"variant {name!r}: data file not found: {path} ({f'{relative}; ' if relative else ''}{mend})"
+                )
 
     def run_options(name: str, seed: int) -> dict[str, Any]:
         return {**(extra or {}), **options[name], "train.seed": seed}
