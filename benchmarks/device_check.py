@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, as the other scripts, whatever is installed
 
 from awrsr.models import ModelConfig, build_model, compatible_combinations, refines_logits  # noqa: E402
-from awrsr.workflows import source_version  # noqa: E402
+from awrsr.version import source_version  # noqa: E402
 
 # Relative errors. Float32 with TF32 off lands near 1e-7 in forward values, and up to ~1e-3 in
 # the gradient of a single parameter whose gradient is ~1e-6 of the whole (AC-TSR's gate at

@@ -41,7 +41,7 @@ from awrsr.nn.attention.calibrated import perturbation_parameters, recommender_p
 from awrsr.nn.losses import LOSSES  # noqa: E402
 from awrsr.train.module import adversarial_backward  # noqa: E402
 from awrsr.train.batches import training_loader  # noqa: E402
-from awrsr.workflows import source_version  # noqa: E402
+from awrsr.version import source_version  # noqa: E402
 
 DATASETS = {
     "ml-1m": (ROOT.parent / "shared/data/ml-1m/ml-1m.txt", 200),

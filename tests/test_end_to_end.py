@@ -411,7 +411,7 @@ def test_code_version_names_the_commit_and_uncommitted_changes(tmp_path, monkeyp
     import subprocess
 
     import awrsr
-    from awrsr.workflows import SOURCE_VERSION_VARIABLE, source_version
+    from awrsr.version import SOURCE_VERSION_VARIABLE, source_version
 
     if shutil.which("git") is None:
         pytest.skip("git is not installed")

@@ -16,7 +16,8 @@ from awrsr.data import DataConfig
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, TrainingDiverged
 from awrsr.infer.artifact import REQUIRED_FILES
 from awrsr.train.module import SequentialRecommenderModule
-from awrsr.workflows import SOURCE_VERSION_VARIABLE, evaluate, fit, rank_artifact, source_version
+from awrsr.version import SOURCE_VERSION_VARIABLE, source_version
+from awrsr.workflows import evaluate, fit, rank_artifact
 
 QUIET = Console(quiet=True)
 

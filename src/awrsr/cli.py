@@ -464,7 +464,7 @@ def version_text() -> str:
     import torch
 
     from awrsr.plugins import load_plugins
-    from awrsr.workflows import code_version  # workflows imports Lightning: only when asked
+    from awrsr.version import code_version
 
     plugins = "".join(f", plugin {name} ({source})" for name, source in load_plugins().items())
     return f"awrsr {code_version()} (torch {torch.__version__}, Python {platform.python_version()}{plugins})"

@@ -6,10 +6,7 @@ returns plain records, so the CLI stays a thin layer and Python users get the sa
 
 from __future__ import annotations
 
-import functools
-import os
 import platform
-import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,7 +23,6 @@ from rich.markup import escape
 from rich.table import Table
 from torch import Tensor
 
-import awrsr
 from awrsr.config_types import check_flag, checked_console
 from awrsr.data import (
     DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, data_config_from_dict, leave_one_out,
@@ -35,7 +31,7 @@ from awrsr.data import (
 from awrsr.data.tabular import FRAME_SOURCE
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
-from awrsr.files import output_directory, read_text, user_path, relative_to_cwd
+from awrsr.files import output_directory, read_text, relative_to_cwd, user_path
 from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
     save_artifact, write_metrics,
@@ -52,6 +48,7 @@ from awrsr.train.process_state import kept_process_state
 from awrsr.train.trainer import (
     CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, RUN_RECORD, check_accelerator, check_budget_left, checkpoint_epochs,
 )
+from awrsr.version import code_version
 
 
 # What may change when a run is resumed: the stopping budget, the machine, where the data lives.
@@ -78,36 +75,6 @@ class FitResult:
 
 def metric_names(ks: list[int]) -> list[str]:
     return [f"{m}@{k}" for m in ("hr", "ndcg") for k in ks] + ["mrr"]
-
-
-@functools.lru_cache(maxsize=None)
-def code_version() -> str:
-    """The package version, plus the git commit of the imported code when it runs from a checkout
-    (".dirty" if that tree has uncommitted changes). Computed once per process, at its first fit,
-    so a long comparison records the code it imported, not a commit made while it ran."""
-    return source_version(Path(awrsr.__file__).parent)
-
-
-SOURCE_VERSION_VARIABLE = "AWRSR_SOURCE_VERSION"
-
-
-def source_version(directory: Path) -> str:
-    """``awrsr.__version__`` + "+g<commit>[.dirty]" for a package directory inside a git checkout.
-    A copy of a checkout without its .git (the lent GPU's) is named by the environment variable
-    AWRSR_SOURCE_VERSION, "g<commit>[.dirty]", written where the copy was made."""
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=directory, capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-
-    try:
-        git("ls-files", "--error-unmatch", "--", ".")  # a copy inside another project's checkout (a .venv in it) is not that commit
-        commit = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
-    except (OSError, subprocess.SubprocessError):
-        given = os.environ.get(SOURCE_VERSION_VARIABLE, "").strip()
-        return f"{awrsr.__version__}+{given}" if given else awrsr.__version__
-    return f"{awrsr.__version__}+g{commit}{'.dirty' if dirty else ''}"
 
 
 def machine_record(device: torch.device) -> dict[str, Any]:
