@@ -1307,7 +1307,7 @@ MUTANTS = [
     Mutant("M511", "src/awrsr/nn/attention/calibrated.py", "    refines_logits = False", "    refines_logits = True",
            "tests/nn/test_refine_input.py::test_calibrated_attention_has_no_logits_to_refine",
            "calibrated attention refuses to refine logits it does not have"),
-    Mutant("M512", "src/awrsr/nn/attention/positional.py", "self.refinement.refine(base, logits, mask)", "self.refinement.refine(base, base, mask)",
+    Mutant("M512", "src/awrsr/nn/attention/positional.py", "self.refinement.refine(base, logits.expand(", "self.refinement.refine(base, base.expand(",
            "tests/nn/test_refine_input.py::test_the_input_changes_what_a_refined_model_computes",
            "positional attention hands its logits to the refinement"),
     Mutant("M513", "src/awrsr/nn/attention/wasserstein.py", "self.refinement.refine(base, logits, mask)", "self.refinement.refine(base, base, mask)",

@@ -56,9 +56,9 @@ class PositionWeightedValues(nn.Module):
     ) -> tuple[Tensor, AttentionWeights | None]:
         B, n, d = x.shape
         v = self.value(x).view(B, n, self.num_heads, self.head_size).transpose(1, 2)  # (B, h, n, d_h)
-        logits = self.logits(mask).expand(-1, self.num_heads, -1, -1)  # (B or 1, h, n, n)
-        base = self.normalise(logits, mask).expand(B, -1, -1, -1)  # (B, h, n, n)
-        refined = self.refinement.refine(base, logits, mask)
+        logits = self.logits(mask)  # (B or 1, h or 1, n, n): a fixed pattern's one head is normalised once
+        base = self.normalise(logits, mask).expand(B, self.num_heads, -1, -1)  # (B, h, n, n)
+        refined = self.refinement.refine(base, logits.expand(-1, self.num_heads, -1, -1), mask)
         out = dropout(refined, self.attn_dropout, self.training) @ v  # (B, h, n, d_h)
         weights = AttentionWeights(base=base, refined=refined) if need_weights else None
         return out.transpose(1, 2).reshape(B, n, d), weights
