@@ -37,7 +37,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # this checkout's code, as the other scripts, whatever is installed
 
-from awrsr.models import ModelConfig, build_model, compatible_combinations, refines_logits  # noqa: E402
+from awrsr.models import ModelConfig, build_model, compatible_combinations  # noqa: E402
 from awrsr.version import source_version  # noqa: E402
 
 # Relative errors. Float32 with TF32 off lands near 1e-7 in forward values, and up to ~1e-3 in
@@ -93,6 +93,11 @@ def with_full_history_row(ids: torch.Tensor) -> torch.Tensor:
     return torch.cat([ids, full])
 
 
+def model_label(name: str, attention: str, refine: str, refine_input: str) -> str:
+    """A row's name: backbone/attention/refinement, with "@logits" for a refinement on logits."""
+    return f"{name}/{attention}/{refine}" + ("@logits" if refine_input == "logits" else "")
+
+
 def check_model(name: str, attention: str, refine: str, device: torch.device, refine_input: str = "weights") -> dict:
     config = dict(name=name, attention=attention, refine=refine, max_len=24, hidden_size=32, num_heads=2,
                   num_blocks=2, refine_init_std=0.5, refine_input=refine_input)
@@ -138,8 +143,7 @@ def check_model(name: str, attention: str, refine: str, device: torch.device, re
         noisy.eval()
         eval_same = torch.equal(noisy(on_device), noisy(on_device))
     ok = all(errors[k] < limit for k, limit in TOLERANCE.items()) and dropout_differs and eval_same
-    label = f"{name}/{attention}/{refine}" + ("@logits" if refine_input == "logits" else "")
-    return {"model": label, **errors, "attention dropout differs": dropout_differs,
+    return {"model": model_label(name, attention, refine, refine_input), **errors, "attention dropout differs": dropout_differs,
             "eval deterministic": eval_same, "ok": ok}
 
 
@@ -189,13 +193,12 @@ def main() -> int:
     rows = []
     # every triple, and again with the refinement on logits where it can be (model.refine_input)
     checks = [(*triple, "weights") for triple in compatible_combinations()]
-    checks += [(*triple[:3], "logits") for triple in checks if refines_logits(*triple[:3])]
+    checks += [(*triple, "logits") for triple in compatible_combinations("logits") if triple[2] != "none"]
     for *triple, refine_input in checks:
         try:
             rows.append(check_model(*triple, device, refine_input))
         except Exception as err:  # a crash is a failed check, reported with the rest
-            label = "/".join(triple) + ("@logits" if refine_input == "logits" else "")
-            rows.append({"model": label, "error": f"{type(err).__name__}: {err}", "ok": False})
+            rows.append({"model": model_label(*triple, refine_input), "error": f"{type(err).__name__}: {err}", "ok": False})
     for check in (check_cross_entropy, check_ranking):
         try:
             rows.append(check(device))

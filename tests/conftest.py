@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from awrsr.errors import ConfigError
-from awrsr.models import ModelConfig, build_model, compatible_combinations, refines_logits
+from awrsr.models import ModelConfig, build_model, compatible_combinations
 
 # ../shared/data beside the repository root; tests that need it skip when it is absent.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -31,8 +31,8 @@ def registered_combinations() -> list[tuple[str, str, str]]:
     Each refinement comes a second time as ``REFINE@logits``, acting on the logits, wherever the
     attention has them. Rejected triples are tested to be configuration errors in
     tests/models/test_stosa.py."""
-    combos = compatible_combinations()
-    return combos + [(name, attention, refine + ON_LOGITS) for name, attention, refine in combos if refines_logits(name, attention, refine)]
+    on_logits = [(name, attention, refine + ON_LOGITS) for name, attention, refine in compatible_combinations("logits") if refine != "none"]
+    return compatible_combinations() + on_logits
 
 
 def split_refine(refine: str) -> tuple[str, str]:

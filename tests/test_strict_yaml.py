@@ -87,10 +87,10 @@ def test_a_fit_config_of_the_wrong_shape_names_the_file_and_line(tmp_path, capsy
 
 def test_a_data_file_given_as_the_config_is_named_in_a_line_not_echoed(tmp_path, capsys):
     data = tmp_path / "events.csv"
-    data.write_text("user,item,ts\n" + "".join(f"u{i},m{i},{i}\n" for i in range(5000)))  # 60 kB
+    data.write_text("user,item,ts\n" + "".join(f"u{i},m{i},{i}\n" for i in range(5000)))  # 82 kB
     code, _, err = run_cli(capsys, "fit", "--config", str(data))
     assert code == 2 and "events.csv: expected a mapping of sections" in err, err
-    assert "u4,m4,4 u5,m5,... (81,682 characters)" in err and "a data file is named in the config's data.path (awrsr fit --data.path FILE)" in err, err
+    assert "u4,m4,4 u5,m5,... (81,682 characters)" in err and "a data file is named in the config's data.path (fit: --data.path FILE; tune and compare: --set [data.path=FILE])" in err, err
     assert len(err) < 600, err
 
 

@@ -138,8 +138,9 @@ def check_fit_config_shape(text: str, source: str) -> None:
         raise ConfigError(f"{source}: the config is empty; a fit config maps some of {known} to their settings")
     if not isinstance(root, yaml.MappingNode):
         # a data file given where its config goes reads as one string over many lines
-        hint = "; a data file is named in the config's data.path (awrsr fit --data.path FILE)" if (
-            isinstance(root, yaml.ScalarNode) and root.end_mark.line > root.start_mark.line) else ""
+        data_file = isinstance(root, yaml.ScalarNode) and root.end_mark.line > root.start_mark.line
+        hint = ("; a data file is named in the config's data.path (fit: --data.path FILE; tune and compare: "
+                "--set [data.path=FILE])") if data_file else ""
         raise ConfigError(f"{source}: expected a mapping of sections ({known}), got {_kind(root)}{hint}")
     for key, value in root.value:
         line, name = key.start_mark.line + 1, key.value

@@ -77,11 +77,13 @@ def test_the_input_changes_what_a_refined_model_computes(name, attention):
         assert not torch.allclose(outputs("weights"), outputs("logits"), atol=1e-4)
 
 
-def test_calibrated_attention_has_no_logits_to_refine():
-    with pytest.raises(ConfigError, match="model.refine_input 'logits'.*'calibrated'.*refine_input: weights"):
-        build_model(ModelConfig(attention="calibrated", refine="simp", refine_input="logits"), num_items=10)
+@pytest.mark.parametrize("attention", ["calibrated", "average"])
+def test_attentions_without_logits_to_refine_are_refused(attention):
+    """Calibrated attention's A_comb mixes two softmaxes; Average's logits, log(1), are all 0."""
+    with pytest.raises(ConfigError, match=f"model.refine_input 'logits'.*'{attention}' has none.*refine_input: weights"):
+        build_model(ModelConfig(attention=attention, refine="simp", refine_input="logits"), num_items=10)
     # nothing refines the unrefined blocks, so they build
-    build_model(ModelConfig(attention="calibrated", refine="none", refine_input="logits"), num_items=10)
+    build_model(ModelConfig(attention=attention, refine="none", refine_input="logits"), num_items=10)
 
 
 def test_a_bad_input_is_a_field_error():

@@ -30,8 +30,8 @@ def build_attention(cfg: ModelConfig, block_index: int, *, causal: bool, stochas
         )
     if refinement.acts_on == "logits" and not refinement.is_identity and not getattr(attention, "refines_logits", False):
         raise ConfigError(
-            f"model.refine_input 'logits' needs an attention whose weights are the softmax of logits; "
-            f"model.attention {cfg.attention!r} gives none (use refine_input: weights)"
+            f"model.refine_input 'logits' needs an attention with logits for a refinement to read; "
+            f"model.attention {cfg.attention!r} has none (use refine_input: weights)"
         )
     is_stochastic = getattr(attention, "stochastic", False)
     if is_stochastic != stochastic:

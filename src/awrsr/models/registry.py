@@ -23,10 +23,12 @@ def build_model(cfg: "ModelConfig", num_items: int) -> nn.Module:
     return MODELS.get(cfg.name)(cfg, num_items)
 
 
-def compatible_combinations() -> list[tuple[str, str, str]]:
-    """Every (backbone, attention, refinement) triple the registries offer that builds; triples
-    whose parts are declared incompatible (a ConfigError) are left out. The shared tests and
-    benchmarks/device_check.py run over this, so a newly registered part is covered at once."""
+def compatible_combinations(refine_input: str = "weights") -> list[tuple[str, str, str]]:
+    """Every (backbone, attention, refinement) triple the registries offer that builds, with the
+    refinement on ``refine_input`` (``model.refine_input``: weights, or logits where the attention
+    has logits a refinement can read); triples whose parts are declared incompatible (a
+    ConfigError) are left out. The shared tests and benchmarks/device_check.py run over this, so
+    a newly registered part is covered at once."""
     import awrsr.models  # noqa: F401  (registers the backbones)
     from awrsr.errors import ConfigError
     from awrsr.models.config import ModelConfig
@@ -36,25 +38,10 @@ def compatible_combinations() -> list[tuple[str, str, str]]:
     combos = []
     for name, attention, refine in itertools.product(MODELS.names(), ATTENTIONS.names(), REFINEMENTS.names()):
         try:
-            build_model(ModelConfig(name=name, attention=attention, refine=refine, max_len=4, hidden_size=4), 3)
+            build_model(ModelConfig(
+                name=name, attention=attention, refine=refine, refine_input=refine_input, max_len=4, hidden_size=4,
+            ), 3)
         except ConfigError:
             continue
         combos.append((name, attention, refine))
     return combos
-
-
-def refines_logits(name: str, attention: str, refine: str) -> bool:
-    """Whether a compatible triple's refinement can act on the attention's logits
-    (``model.refine_input: logits``): a refinement other than the identity, on an attention that
-    has logits. The shared tests and benchmarks/device_check.py run these a second time so."""
-    from awrsr.errors import ConfigError
-    from awrsr.models.config import ModelConfig
-
-    if refine == "none":
-        return False
-    try:
-        config = ModelConfig(name=name, attention=attention, refine=refine, refine_input="logits", max_len=4, hidden_size=4)
-        build_model(config, 3)
-    except ConfigError:
-        return False
-    return True

@@ -72,7 +72,9 @@ class DotProductAttention(nn.Module):
             # else only by the values' product, whose rows the block zeroes (3.9% of a CPU SASRec
             # step with attention dropout, which always comes here; docs/benchmarks.md, session 49)
             read = need_weights or not self.refinement.is_identity
-            base = masked_softmax(logits, mask, zero_padded_rows=read)
+            # a refinement on the logits does not read the weights: formed only when asked for
+            formed = need_weights or not self.refinement.reads_logits
+            base = masked_softmax(logits, mask, zero_padded_rows=read) if formed else None
             refined = self.refinement.refine(base, logits, mask)
             out = dropout(refined, p_drop) @ v  # (B, h, n, d_h)
             if need_weights:

@@ -66,8 +66,14 @@ class FixedPatternAttention(PositionWeightedValues):
 
         return mask.cached(("fixed pattern logits", *self._key()), build)
 
+    @property
+    def refines_logits(self) -> bool:
+        """Average's logits are log(1) = 0 throughout: a refinement on them would read nothing."""
+        return self.pattern != "average"
+
     def normalise(self, logits: Tensor, mask: AttentionMask) -> Tensor:
-        # no parameters, so every block of a forward pass has the same weights: built once
+        # No parameters, so every block of a forward pass has the same logits and weights: the
+        # weights are built once per mask, from the first block's logits.
         return mask.cached(("fixed pattern", *self._key()), lambda: masked_softmax(logits, mask))
 
     def _dtype(self) -> torch.dtype:

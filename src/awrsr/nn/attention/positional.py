@@ -57,7 +57,9 @@ class PositionWeightedValues(nn.Module):
         B, n, d = x.shape
         v = self.value(x).view(B, n, self.num_heads, self.head_size).transpose(1, 2)  # (B, h, n, d_h)
         logits = self.logits(mask)  # (B or 1, h or 1, n, n): a fixed pattern's one head is normalised once
-        base = self.normalise(logits, mask).expand(B, self.num_heads, -1, -1)  # (B, h, n, n)
+        base = None  # a refinement on the logits does not read the weights: formed only when asked for
+        if need_weights or not self.refinement.reads_logits:
+            base = self.normalise(logits, mask).expand(B, self.num_heads, -1, -1)  # (B, h, n, n)
         refined = self.refinement.refine(base, logits.expand(-1, self.num_heads, -1, -1), mask)
         out = dropout(refined, self.attn_dropout, self.training) @ v  # (B, h, n, d_h)
         weights = AttentionWeights(base=base, refined=refined) if need_weights else None

@@ -54,7 +54,8 @@ class WassersteinAttention(nn.Module):
         q_cov, k_cov, v_cov = (positive(t) for t in self._heads(self.cov_qkv(cov_in)))
         distances = pairwise_squared_distances(gaussian_vectors(q_mu, q_cov), gaussian_vectors(k_mu, k_cov))
         logits = -distances / math.sqrt(self.head_size)
-        base = masked_softmax(logits, mask)  # (B, h, n, n)
+        # a refinement on the logits does not read the weights: formed only when asked for
+        base = masked_softmax(logits, mask) if need_weights or not self.refinement.reads_logits else None  # (B, h, n, n)
         refined = self.refinement.refine(base, logits, mask)
         dropped = dropout(refined, self.attn_dropout, self.training)
         mean_out = (dropped @ v_mu).transpose(1, 2).reshape(B, n, -1)  # (B, n, d)

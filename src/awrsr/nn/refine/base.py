@@ -41,12 +41,18 @@ class Refinement(nn.Module):
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:  # pragma: no cover
         raise NotImplementedError
 
-    def refine(self, weights: Tensor, logits: Tensor, mask: AttentionMask) -> Tensor:
+    @property
+    def reads_logits(self) -> bool:
+        """Whether it acts on the logits; the attention then forms the weights only when they
+        are asked for."""
+        return self.acts_on == "logits" and not self.is_identity
+
+    def refine(self, weights: Tensor | None, logits: Tensor, mask: AttentionMask) -> Tensor:
         """The weights that multiply the values: this refinement of ``weights`` (A after the
-        masked softmax) or, when it acts on logits, of ``logits`` (the scaled scores that softmax
-        to ``weights``) with their masked entries zeroed, so that no later or padded key's score
-        reaches a row through the refinement's products."""
-        if self.acts_on == "logits" and not self.is_identity:
+        masked softmax; None when it ``reads_logits``) or of ``logits`` (the scaled scores that
+        softmax to the weights) with their masked entries zeroed, so that no later or padded
+        key's score reaches a row through the refinement's products."""
+        if self.reads_logits:
             return self(zero_masked(logits, mask), mask)
         return self(weights, mask)
 
