@@ -96,3 +96,29 @@ def test_the_option_is_inert_without_a_refinement_and_named_in_labels():
         "model.refine_input": "a model.refine other than 'none'"}
     assert inert_options(ModelConfig(refine="add", refine_input="logits"), TrainConfig()) == {}
     assert ModelConfig(refine="add", refine_input="logits").label == "sasrec, dot attention, refined by add on logits"
+
+
+@pytest.mark.parametrize("refine", ["simp", "add"])
+def test_stosa_refined_on_logits_keeps_float32_accuracy_under_bf16_autocast(refine):
+    """The products of unbounded distances amplify bf16 rounding: before STOSA's attention ran in
+    float32 for a refinement on logits, bf16 autocast put its outputs 1.3% and its gradients 26%
+    off float32 (M_simp here); on weights they are 0.2% and 3-5% off, as now on logits."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(name="stosa", attention="wasserstein", refine=refine, refine_input="logits", max_len=24,
+                      hidden_size=32, num_heads=2, dropout=0.0)
+    model = build_model(cfg, num_items=50).train()
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(1, 51, (8, 24), generator=generator)
+    ids[:4, :10] = 0
+    direction = torch.randn(8, 24, 64, generator=generator)
+
+    def outputs_and_gradients(autocast: bool):
+        model.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            out = model(ids)
+        (out.float() * direction).sum().backward()
+        return out.float().detach(), torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+
+    (out32, grad32), (out16, grad16) = outputs_and_gradients(False), outputs_and_gradients(True)
+    assert ((out16 - out32).norm() / out32.norm()).item() < 6e-3
+    assert ((grad16 - grad32).norm() / grad32.norm()).item() < 0.1
