@@ -9,6 +9,7 @@ from rich.console import Console
 from awrsr.errors import ConfigError
 from awrsr.models import ModelConfig, build_model
 from awrsr.nn.losses import LOSSES
+from awrsr.nn.refine.base import Refinement
 from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances, positive, squared_w2
 
 
@@ -306,7 +307,7 @@ def test_stosa_loss_needs_a_stochastic_model(tmp_path):
         fit(**cfg, console=Console(quiet=True))
 
 
-class FixedRefinement(torch.nn.Module):
+class FixedRefinement(Refinement):
     """A stand-in refinement: B = the causal running mean, whatever A is (B differs from A)."""
 
     def forward(self, base, mask):
