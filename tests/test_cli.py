@@ -296,7 +296,7 @@ def test_every_command_help_opens_with_a_whole_sentence(capsys, command):
 
 def test_version_is_told_without_importing_lightning():
     """awrsr --version answers in seconds: importing workflows, Lightning with it, made it take 10.8 s
-    beside two trainings, and 3.7 s without (session 51)."""
+    where it now takes 3.7 s, both beside two trainings (session 51)."""
     import subprocess
     import sys
 
