@@ -884,8 +884,8 @@ MUTANTS = [
     # session 38: the review of numerical robustness
     Mutant("M356", "src/awrsr/nn/losses.py", "    if not len(scores):\n        return _nothing_to_learn(hidden)\n    pos_loss", "    pos_loss",
            "tests/nn/test_losses.py", "a batch without real positions gives 0, not NaN"),
-    Mutant("M357", "src/awrsr/eval/evaluator.py", "    return scores.to(torch.promote_types(scores.dtype, torch.float32))",
-           "    return scores.float()", "tests/eval/test_metrics.py", "float64 scores are not rounded into ties"),
+    Mutant("M357", "src/awrsr/nn/precision.py", "    return tensor.to(torch.promote_types(tensor.dtype, torch.float32))",
+           "    return tensor.float()", "tests/eval/test_metrics.py", "float64 scores are not rounded into ties"),
     Mutant("M358", "src/awrsr/infer/recommender.py", "            batch_scores = at_least_float32(self.model.score_next(windows))",
            "            batch_scores = self.model.score_next(windows).float()", "tests/infer/test_recommender.py",
            "a float64 model's recommendations are ranked in float64"),

@@ -13,6 +13,11 @@ from awrsr.nn.masks import AttentionMask
 from awrsr.nn.refine.none import NoRefinement
 
 
+def _weights(attention, mask):
+    """The attention weights of a position-only attention for ``mask``'s window, as its forward forms them."""
+    return attention.normalise(attention.logits(mask), mask)
+
+
 def _tiny(attention: str, **overrides):
     values = dict(attention=attention, max_len=6, hidden_size=8, num_heads=1, num_blocks=2, dropout=0.0)
     values.update(overrides)
@@ -90,7 +95,7 @@ def test_position_embedding_is_left_out_for_positional_attention_unless_asked():
 def test_fixed_patterns_by_hand_whatever_the_padding(pattern, expected):
     attention = FixedPatternAttention(pattern=pattern, hidden_size=4, num_heads=1, attn_dropout=0.0, refinement=NoRefinement())
     for ids in (torch.tensor([[7, 8, 9]]), torch.tensor([[0, 0, 7, 8, 9]])):
-        weights = attention.weights(AttentionMask.build(ids, causal=True))[0, 0]
+        weights = _weights(attention, AttentionMask.build(ids, causal=True))[0, 0]
         assert torch.allclose(weights[-1, -3:], torch.tensor(expected), atol=1e-6)
         # one query earlier: the same pattern over its two keys
         assert torch.allclose(weights[-2, -3:-1], torch.tensor(expected[:2]) / sum(expected[:2]), atol=1e-6)
@@ -102,7 +107,7 @@ def test_fixed_patterns_of_an_empty_history_are_zero_not_nan(pattern):
     # A row with no item at all (an empty history next to a real one): every weight 0 and finite;
     # positions along the history start at 1, so log(a_ij) is never log(0) for any slot.
     attention = FixedPatternAttention(pattern=pattern, hidden_size=4, num_heads=1, attn_dropout=0.0, refinement=NoRefinement())
-    weights = attention.weights(AttentionMask.build(torch.tensor([[0, 0, 0], [0, 7, 8]]), causal=True))
+    weights = _weights(attention, AttentionMask.build(torch.tensor([[0, 0, 0], [0, 7, 8]]), causal=True))
     assert torch.equal(weights[0], torch.zeros_like(weights[0]))
     assert torch.isfinite(weights).all() and torch.allclose(weights[1, 0, 1:].sum(-1), torch.ones(2))
 
@@ -119,13 +124,13 @@ def test_linear_by_window_slot_by_hand_whatever_the_padding():
     # the whole window, a window trimmed to the history (as the backbone does), and one in between
     for width in (50, 8, 11):
         ids = torch.cat([torch.zeros(1, width - 8, dtype=torch.long), history], dim=1)
-        weights = attention.weights(AttentionMask.build(ids, causal=True))[0, 0]
+        weights = _weights(attention, AttentionMask.build(ids, causal=True))[0, 0]
         assert torch.allclose(weights[-1, -8:], expected, atol=1e-6)
         # one query earlier (slot 49): the same numbering over its seven keys
         assert torch.allclose(weights[-2, -8:-1], torch.arange(43, 50) / sum(range(43, 50)), atol=1e-6)
         assert weights[-1, :-8].abs().sum() == 0
     history_reading = FixedPatternAttention(pattern="linear", hidden_size=4, num_heads=1, attn_dropout=0.0, refinement=NoRefinement())
-    newest = history_reading.weights(AttentionMask.build(history, causal=True))[0, 0, -1, -1]
+    newest = _weights(history_reading, AttentionMask.build(history, causal=True))[0, 0, -1, -1]
     assert newest == pytest.approx(8 / 36)
 
 
@@ -134,16 +139,16 @@ def test_a_window_wider_than_max_len_is_refused_by_window_positions():
         pattern="linear", positions="window", max_len=4, hidden_size=4, num_heads=1, attn_dropout=0.0,
         refinement=NoRefinement(),
     )
-    assert attention.weights(AttentionMask.build(torch.tensor([[0, 1, 2, 3]]), causal=True)).shape[-1] == 4
+    assert _weights(attention, AttentionMask.build(torch.tensor([[0, 1, 2, 3]]), causal=True)).shape[-1] == 4
     with pytest.raises(ValueError, match="window of 5 slots, more than max_len=4"):
-        attention.weights(AttentionMask.build(torch.tensor([[0, 1, 2, 3, 4]]), causal=True))
+        _weights(attention, AttentionMask.build(torch.tensor([[0, 1, 2, 3, 4]]), causal=True))
 
 
 def test_a_window_wider_than_max_len_is_refused_by_positional_attention():
     attention = _tiny("positional", max_len=4).blocks[0].attention
-    assert attention.weights(AttentionMask.build(torch.tensor([[0, 1, 2, 3]]), causal=True)).shape[-1] == 4
+    assert _weights(attention, AttentionMask.build(torch.tensor([[0, 1, 2, 3]]), causal=True)).shape[-1] == 4
     with pytest.raises(ValueError, match="window of 5 slots, more than max_len=4"):
-        attention.weights(AttentionMask.build(torch.tensor([[0, 1, 2, 3, 4]]), causal=True))
+        _weights(attention, AttentionMask.build(torch.tensor([[0, 1, 2, 3, 4]]), causal=True))
 
 
 @pytest.mark.parametrize("attention", ["positional", "average"])

@@ -12,6 +12,7 @@ from torch import Tensor
 from awrsr.data import EvalCases
 from awrsr.errors import AwrsrError
 from awrsr.eval.metrics import pessimistic_ranks, ranking_metrics
+from awrsr.nn.precision import at_least_float32
 
 
 class NextItemScorer(Protocol):
@@ -82,17 +83,12 @@ def mask_items_(scores: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
     return scores.index_put_((rows, cols), torch.tensor(float("-inf"), device=scores.device, dtype=scores.dtype))
 
 
-def at_least_float32(scores: Tensor) -> Tensor:
-    """``scores`` lifted to float32 if narrower (bf16 scores would tie many items, and ties count
-    against the target), but never narrowed: a float64 model keeps the scores that tell its items
-    apart."""
-    return scores.to(torch.promote_types(scores.dtype, torch.float32))
-
 
 @torch.no_grad()
 def rank_batch(model: NextItemScorer, batch: EvalBatch) -> Tensor:
     """Pessimistic rank (B,) of each target among all items, seen items filtered when the batch
     carries them. The target itself is never filtered, even if it was seen before."""
+    # bf16 scores would tie many items, and ties count against the target
     scores = at_least_float32(model.score_next(batch.input_ids))  # (B, I)
     return pessimistic_ranks(scores, batch.target_cols, (batch.seen_rows, batch.seen_cols))
 

@@ -17,7 +17,7 @@ from awrsr.data.config import Duplicates
 from awrsr.data.preprocess import drop_duplicate_ids
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, UnknownItemError
 from awrsr.eval import mask_items_
-from awrsr.eval.evaluator import at_least_float32
+from awrsr.nn.precision import at_least_float32
 from awrsr.infer.artifact import CONFIG_FILE, LoadedArtifact, load_artifact
 
 

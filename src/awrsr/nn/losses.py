@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from awrsr.nn.chunked_cross_entropy import linear_cross_entropy
+from awrsr.nn.precision import at_least_float32
 from awrsr.registry import Registry
 
 
@@ -89,9 +90,8 @@ def full_cross_entropy(
     if linear_scores is not None:
         queries, items = linear_scores(h)
         if getattr(model, "scores_in_float32", False):  # distances: differences of large norms, lost in bf16
-            dtype = torch.promote_types(queries.dtype, torch.float32)
             with torch.autocast(h.device.type, enabled=False):
-                return linear_cross_entropy(queries.to(dtype), items.to(dtype), pos - 1)
+                return linear_cross_entropy(at_least_float32(queries), at_least_float32(items), pos - 1)
         return linear_cross_entropy(queries, items, pos - 1)
     return F.cross_entropy(model.score_all(h), pos - 1)  # score_all column j is item j + 1
 

@@ -47,10 +47,6 @@ class PositionWeightedValues(nn.Module):
         """The weights of ``logits``: masked entries 0, rows summing to 1 over allowed keys."""
         return masked_softmax(logits, mask)
 
-    def weights(self, mask: AttentionMask) -> Tensor:
-        """(B or 1, h or 1, n, n) attention weights of the window ``mask`` covers."""
-        return self.normalise(self.logits(mask), mask)
-
     def forward(
         self, x: Tensor, mask: AttentionMask, need_weights: bool = False
     ) -> tuple[Tensor, AttentionWeights | None]:

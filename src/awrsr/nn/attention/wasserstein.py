@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
 from awrsr.nn.dropout import dropout
 from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.precision import at_least_float32
 from awrsr.nn.refine.base import Refinement
 from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances, positive
 
@@ -54,7 +55,7 @@ class WassersteinAttention(nn.Module):
             # default init, up to 90% at init std 0.5 (the weights' 3-5%). So this attention runs
             # in float32 at least, autocast or not.
             with torch.autocast(x.device.type, enabled=False):
-                return self._attend(x.to(torch.promote_types(x.dtype, torch.float32)), mask, need_weights)
+                return self._attend(at_least_float32(x), mask, need_weights)
         return self._attend(x, mask, need_weights)
 
     def _attend(self, x: Tensor, mask: AttentionMask, need_weights: bool) -> tuple[Tensor, AttentionWeights | None]:
