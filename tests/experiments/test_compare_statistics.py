@@ -189,6 +189,30 @@ def test_table_md_rows_by_hand(tmp_path):
     assert (rows["add"]["runs"], rows["add"]["pairs"]) == ("1", "1")
 
 
+def test_table_md_names_the_pairs_trained_on_different_machines(tmp_path):
+    """A CPU run paired with a GPU run of the same seed: its improvement and p-value compare the
+    machines too. Pairs against the base and against a ``compare_to`` reference are both checked;
+    a run without a recorded device is not counted, and same-device pairs are not named."""
+    records = [rec(v, s, 0.1 + s / 100) for v in ("none", "simp", "simp-logits", "add") for s in (1, 2, 3)]
+    device = {("none", 1): "gpu", ("none", 2): "gpu", ("simp", 2): "gpu", ("simp", 3): "gpu",
+              ("simp-logits", 3): "gpu", ("add", 1): None}
+    for r in records:
+        if (r["variant"], r["seed"]) in device:
+            r["metrics"]["machine"]["device"] = device[r["variant"], r["seed"]]
+    del records[-1]["metrics"]["machine"]  # add seed 3: recorded before runs named their machine
+    table = tabulate(records, base="none", references={"simp-logits": "simp"})
+    write_outputs(records, table, tmp_path, "model.refine", {"simp-logits": "simp"})
+    md = (tmp_path / "table.md").read_text()
+    # simp vs none: seed 1 (cpu / gpu) and seed 3 (gpu / cpu) cross, seed 2 is gpu on both;
+    # simp-logits vs simp: seed 2 crosses, seed 3 is gpu on both; add: seed 1 and 3 unrecorded, seed 2 crosses
+    assert ("Pairs trained on different machines (their improvement and p-value compare the machines as well as "
+            "the models): simp against none, 2 of 3 pairs (seeds 1, 3); simp-logits against simp, 1 of 3 pairs "
+            "(seed 2); add against none, 1 of 3 pairs (seed 2).") in md, md
+    same = [rec("none", 1, 0.1), rec("add", 1, 0.2)]
+    write_outputs(same, tabulate(same, base="none"), tmp_path, "model.refine")
+    assert "different machines" not in (tmp_path / "table.md").read_text()
+
+
 def test_table_md_says_whether_seen_items_were_filtered(tmp_path):
     for switches, said in (((False, False), "seen items NOT filtered"), ((True, False), "MIXED seen-item filtering")):
         records = [run_record(v, 1, {m: 0.1 for m in METRICS}, filter_seen=f) for v, f in zip(("none", "add"), switches)]

@@ -458,7 +458,7 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     (tmp_path / "add" / "seed-0").mkdir()
     shutil.copy(tmp_path / "add" / "seed-1" / "history.csv", tmp_path / "add" / "seed-0" / "history.csv")
     assert len(draw_figures(tmp_path, tmp_path / "third")) == len(files)
-    assert "several machines" not in md and "several code versions" not in md
+    assert "several machines" not in md and "several code versions" not in md and "different machines" not in md
     # a table whose runs trained on different machines says so (its s / epoch column compares them)
     moved = tmp_path / "add" / "seed-2" / "metrics.json"
     record = json.loads(moved.read_text())
@@ -468,6 +468,7 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
     md = (tmp_path / "table.md").read_text()
     assert "Runs trained on several machines (runs.csv names each run's): NVIDIA H100 80GB HBM3 (1), cpu (3)." in md
+    assert "compare the machines as well as the models): add against none, 1 of 2 pairs (seed 2)." in md
     assert f"Runs made by several code versions (runs.csv names each run's): 0.0.9 (1), {runs[0]['code_version']} (3)." in md
 
 

@@ -396,6 +396,25 @@ def tabulate(
     return table
 
 
+def pairs_across_machines(
+    records: list[dict], table: dict[str, dict[str, Cell]], other_references: Mapping[str, str],
+) -> list[str]:
+    """Per variant, the seeds whose run and its reference's run trained on different devices
+    (a CPU run paired with a GPU one: floating point differs, so a seed is not the same run on
+    both). Runs that recorded no device are not counted."""
+    device = {(r["variant"], r["seed"]): r["metrics"].get("machine", {}).get("device") for r in records}
+    base = next((v for v, row in table.items() if next(iter(row.values())).is_reference), None)
+    notes = []
+    for variant in table:
+        reference = other_references.get(variant, base)
+        seeds = sorted(s for v, s in device if v == variant and (reference, s) in device)
+        crossed = [s for s in seeds if device[variant, s] and device[reference, s] and device[variant, s] != device[reference, s]]
+        if variant != reference and crossed:
+            notes.append(f"{variant} against {reference}, {len(crossed)} of {len(seeds)} pairs "
+                         f"(seed{'s' if len(crossed) > 1 else ''} {', '.join(map(str, crossed))})")
+    return notes
+
+
 def write_outputs(
     records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, key: str,
     other_references: dict[str, str] | None = None, missing: Sequence[tuple[str, int, str]] = (),
@@ -465,6 +484,10 @@ def write_outputs(
         if len(counts) > 1:
             lines += ["", f"Runs {what} (runs.csv names each run's): "
                       + ", ".join(f"{value} ({count})" for value, count in sorted(counts.items())) + "."]
+    crossed = pairs_across_machines(records, table, other_references or {})
+    if crossed:
+        lines += ["", "Pairs trained on different machines (their improvement and p-value compare the machines "
+                  "as well as the models): " + "; ".join(crossed) + "."]
     if missing:
         lines += [
             "",
