@@ -259,10 +259,11 @@ def test_a_stale_table_by_length_is_removed_when_none_can_be_made(monkeypatch, t
     assert not (out / "by_length.md").exists() and not (out / "by_length.csv").exists()
 
 
-def scripted_length_runs(monkeypatch, ranks, lengths, fingerprints=None):
+def scripted_length_runs(monkeypatch, ranks, lengths, fingerprints=None, devices=None):
     """by_length's inputs replaced: ``ranks[(variant, seed)]`` per test user, ``lengths[variant]``
-    (default ``lengths["*"]``) and each variant's data fingerprint (default "fp")."""
-    fingerprints = fingerprints or {}
+    (default ``lengths["*"]``), each variant's data fingerprint (default "fp") and each run's
+    device (``devices[(variant, seed)]``, default "cpu")."""
+    fingerprints, devices = fingerprints or {}, devices or {}
 
     def variant_seed(run_dir):
         return Path(run_dir).parent.name, int(Path(run_dir).name[5:])
@@ -270,7 +271,8 @@ def scripted_length_runs(monkeypatch, ranks, lengths, fingerprints=None):
     monkeypatch.setattr(by_length, "held_out_history_lengths", lambda run_dir, cache=None: (
         fingerprints.get(variant_seed(run_dir)[0], "fp"), np.array(lengths.get(variant_seed(run_dir)[0], lengths["*"]))))
     monkeypatch.setattr(by_length, "held_out_ranks", lambda run_dir, recompute=True: np.array(ranks[variant_seed(run_dir)]))
-    return [{"variant": v, "seed": s, "run_dir": f"/x/{v}/seed-{s}"} for v, s in ranks]
+    return [{"variant": v, "seed": s, "run_dir": f"/x/{v}/seed-{s}",
+             "metrics": {"machine": {"device": devices.get((v, s), "cpu")}}} for v, s in ranks]
 
 
 def test_by_length_compares_a_variant_with_its_own_reference(monkeypatch):
@@ -293,9 +295,10 @@ def test_by_length_markdown_by_hand(monkeypatch, tmp_path):
     ranks = {("none", 1): [2, 1], ("none", 2): [2, 1], ("none", 3): [1, 1],
              ("add", 2): [1, 1], ("add", 3): [1, 1], ("add", 4): [2, 1],
              ("one", 1): [1, 1], ("other", 1): [1, 1]}
-    records = scripted_length_runs(monkeypatch, ranks, {"*": [3, 8], "other": [3, 30]}, {"other": "fp2"})
+    records = scripted_length_runs(monkeypatch, ranks, {"*": [3, 8], "other": [3, 30]}, {"other": "fp2"}, {("add", 3): "gpu"})
     references = {"none": "none", "add": "none", "one": "none", "other": "none"}
     md = by_length.write_length_tables(records, references, "none", tmp_path, edges=[5, 10], metric="hr@1").read_text()
+    assert md.splitlines()[-1].endswith("compare the machines as well as the models): add against none, 1 of 2 pairs (seed 3).")
     lines = md.splitlines()
     assert lines[2] == "| model | 1-5 (1 user) | 6-10 (1 user) | >10 (0 users) | seeds |"
     # add, bucket 1-5: mean of [1, 1, 0]; on seeds 2, 3: [1, 1] vs [0, 1]: +100 %, differences [1, 0]: p = 0.5

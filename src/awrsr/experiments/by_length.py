@@ -21,7 +21,7 @@ import yaml
 
 from awrsr.config_types import is_whole_number
 from awrsr.errors import ArtifactError
-from awrsr.experiments.runs import describe_runs
+from awrsr.experiments.runs import describe_runs, pairs_across_machines
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, write_text_atomic
 
@@ -236,6 +236,9 @@ def write_length_tables(
     other = [v for v, row in rows.items() if row.fingerprint != header.fingerprint]
     if other:
         md += ["", f"Trained on other data than the base, so with other bucket sizes (see by_length.csv): {', '.join(other)}."]
+    crossed = pairs_across_machines(records, references, base)
+    if crossed:
+        md += ["", crossed]
     if missing or left_out:
         md += ["", f"Partial table, without these runs. {describe_runs([*missing, *left_out])} Improvements and p-values "
                "compare only the seeds a variant shares with its reference (paired), so they may differ "

@@ -25,7 +25,7 @@ from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
     DataFingerprints, check_collection_directory, check_earlier_runs, data_config_key, finished_run, describe_runs, option_args,
-    left_out_runs, progress_sentence, run_or_reuse, run_status,
+    left_out_runs, pairs_across_machines, progress_sentence, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, relative_to_cwd, user_path, write_text_atomic
@@ -396,25 +396,6 @@ def tabulate(
     return table
 
 
-def pairs_across_machines(
-    records: list[dict], table: dict[str, dict[str, Cell]], other_references: Mapping[str, str],
-) -> list[str]:
-    """Per variant, the seeds whose run and its reference's run trained on different devices
-    (a CPU run paired with a GPU one: floating point differs, so a seed is not the same run on
-    both). Runs that recorded no device are not counted."""
-    device = {(r["variant"], r["seed"]): r["metrics"].get("machine", {}).get("device") for r in records}
-    base = next((v for v, row in table.items() if next(iter(row.values())).is_reference), None)
-    notes = []
-    for variant in table:
-        reference = other_references.get(variant, base)
-        seeds = sorted(s for v, s in device if v == variant and (reference, s) in device)
-        crossed = [s for s in seeds if device[variant, s] and device[reference, s] and device[variant, s] != device[reference, s]]
-        if variant != reference and crossed:
-            notes.append(f"{variant} against {reference}, {len(crossed)} of {len(seeds)} pairs "
-                         f"(seed{'s' if len(crossed) > 1 else ''} {', '.join(map(str, crossed))})")
-    return notes
-
-
 def write_outputs(
     records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, key: str,
     other_references: dict[str, str] | None = None, missing: Sequence[tuple[str, int, str]] = (),
@@ -484,10 +465,10 @@ def write_outputs(
         if len(counts) > 1:
             lines += ["", f"Runs {what} (runs.csv names each run's): "
                       + ", ".join(f"{value} ({count})" for value, count in sorted(counts.items())) + "."]
-    crossed = pairs_across_machines(records, table, other_references or {})
+    base = next((v for v, row in table.items() if next(iter(row.values())).is_reference), None)
+    crossed = pairs_across_machines(records, other_references or {}, base)
     if crossed:
-        lines += ["", "Pairs trained on different machines (their improvement and p-value compare the machines "
-                  "as well as the models): " + "; ".join(crossed) + "."]
+        lines += ["", crossed]
     if missing:
         lines += [
             "",
