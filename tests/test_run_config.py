@@ -31,6 +31,8 @@ def test_an_option_is_inert_exactly_where_its_reader_is_absent():
     # M_value's form is read by M_value alone, not by every refinement
     assert inert_options(ModelConfig(refine="simp", refine_value_form="literal"), TrainConfig()) == {
         "model.refine_value_form": "model.refine 'value'"}
+    assert inert_options(ModelConfig(refine="simp", refine_stoc_distance="plain"), TrainConfig()) == {
+        "model.refine_stoc_distance": "model.refine 'stoc'"}
     # every loss but the full softmax draws negatives
     for loss in ("bce", "sampled_softmax"):
         assert inert_options(ModelConfig(), TrainConfig(loss=loss, num_negatives=5)) == {}, loss

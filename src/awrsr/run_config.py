@@ -221,6 +221,7 @@ def reads_fused_attention(model: Any) -> bool:
 _READ_ONLY_BY: tuple[tuple[str, str, Any], ...] = (
     ("model.mask_prob", "model.name 'bert4rec'", lambda model, train: model.name == "bert4rec"),
     ("model.refine_value_form", "model.refine 'value'", lambda model, train: model.refine == "value"),
+    ("model.refine_stoc_distance", "model.refine 'stoc'", lambda model, train: model.refine == "stoc"),
     ("model.refine_blocks", "a model.refine other than 'none'", lambda model, train: model.refine != "none"),
     ("model.refine_input", "a model.refine other than 'none'", lambda model, train: model.refine != "none"),
     *((f"model.{key}", "a refinement built on n x n matrices",

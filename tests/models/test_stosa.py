@@ -363,11 +363,13 @@ def test_the_output_distribution_is_mean_and_the_square_root_of_its_covariance()
     assert torch.allclose(z[8:], torch.tensor([1.0, 2.0, 1.0, 2.0, 1.0, 2.0, math.exp(-1.0), 2.0]))  # ELU(-2) + 1 = e^-2
 
 
+@pytest.mark.parametrize("distance", ["squared", "plain"])
 @pytest.mark.parametrize("cov_scale", [1.0, 2.0])
-def test_m_stoc_by_hand(cov_scale):
+def test_m_stoc_by_hand(cov_scale, distance):
     """Mean matrix I, covariance matrix c I, and A >= 0: mean = A, covariance = ELU(c A) + 1 =
     c A + 1, so each row is the vector [A_k, sqrt(c A_k + 1)], and the weights are
-    masked-softmax(-||z_k - z_t||^2 / sqrt(d_h)). With c = 2 the covariance needs its own matrix
+    masked-softmax(-||z_k - z_t||^2 / sqrt(d_h)), or with ``distance: plain`` (W2, SPEC.md's form)
+    masked-softmax(-||z_k - z_t|| / sqrt(d_h)). With c = 2 the covariance needs its own matrix
     (the mean matrix in both places would give sqrt(A_k + 1))."""
     from awrsr.nn.masks import AttentionMask, masked_softmax
     from awrsr.nn.refine.stoc import StochasticRefinement
@@ -375,10 +377,49 @@ def test_m_stoc_by_hand(cov_scale):
     torch.manual_seed(0)
     mask = AttentionMask.build(torch.tensor([[0, 3, 4, 5]]), causal=True)
     base = masked_softmax(torch.randn(1, 1, 4, 4), mask.allowed)
-    refinement = StochasticRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0)
+    refinement = StochasticRefinement(max_len=4, num_heads=1, head_size=16, init_std=0.0, distance=distance)
     assert {name for name, _ in refinement.named_parameters()} == {"mean", "cov"}
     with torch.no_grad():
         refinement.cov.mul_(cov_scale)
     z = torch.cat([base, (cov_scale * base + 1).sqrt()], -1)
     distances = ((z[..., :, None, :] - z[..., None, :, :]) ** 2).sum(-1)
+    if distance == "plain":
+        distances = distances.sqrt()
     assert torch.allclose(refinement(base, mask), masked_softmax(-distances / 4, mask.allowed), atol=1e-6)
+
+
+def test_m_stoc_with_the_plain_distance_keeps_the_invariants_and_finite_gradients():
+    """W2 = sqrt(W2^2) has an infinite slope at 0, and each row's distance to itself is 0: the
+    gradients must stay finite. Causality and rows summing to one over the allowed keys hold as
+    for the squared distance (the shared tests run that one)."""
+    from conftest import build_tiny
+
+    model = build_tiny("stosa", "wasserstein", "stoc", "random", refine_stoc_distance="plain")
+    ids = torch.tensor([[0, 0, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 0, 2, 9, 4]])
+    out, weights = model.encode(ids, need_weights=True)
+    for layer in weights:
+        sums = layer.refined.sum(-1)
+        assert torch.allclose(sums, (ids != 0)[:, None, :].expand_as(sums).float(), atol=1e-5)
+        assert torch.equal(layer.refined.triu(1), torch.zeros_like(layer.refined))
+    out.sum().backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+    later = ids.clone()
+    later[:, -1] = 1  # the last item changes: no earlier position may see it
+    model.eval()
+    with torch.no_grad():
+        assert torch.allclose(model.encode(ids)[0][:, :-1], model.encode(later)[0][:, :-1], atol=1e-6)
+    squared = build_tiny("stosa", "wasserstein", "stoc", "random").eval()
+    with torch.no_grad():
+        assert not torch.allclose(squared.encode(ids)[0], model.encode(ids)[0], atol=1e-3)  # the option is read
+
+
+def test_m_stoc_distance_must_be_squared_or_plain():
+    from awrsr.errors import FieldValueError
+    from awrsr.nn.refine.stoc import StochasticRefinement
+
+    with pytest.raises(ConfigError, match="model.refine_stoc_distance"):
+        build_model(ModelConfig(name="stosa", attention="wasserstein", refine="stoc", refine_stoc_distance="cubed"), 10)
+
+    with pytest.raises(FieldValueError, match="model.refine_stoc_distance must be 'squared' or 'plain', got 'cubed'"):
+        StochasticRefinement(max_len=4, num_heads=1, head_size=16, distance="cubed")

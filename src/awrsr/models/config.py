@@ -34,6 +34,8 @@ class ModelConfig:
         refine_init_std: refinement matrices start at identity + N(0, refine_init_std).
         refine_blocks: 0-based blocks to refine; null (None) refines every block.
         refine_value_form: M_value form: causal (default) or literal (the paper's eq. 3, bidirectional backbones only).
+        refine_stoc_distance: M_stoc's distance between the rows' Gaussians: squared (W2^2, as STOSA's
+            attention and the public STOSA code; default) or plain (W2, as the AWRSR paper and SPEC.md write it).
         refine_input: what the refinements act on as A: weights, after the masked softmax (default), or
             logits, the paper's A_kt = Q_k K_t^T / sqrt(d) before it (masked entries 0; STOSA: -W2^2 / sqrt(d_h)).
             Not for calibrated attention, whose A_comb has no logits (docs/refinements.md).
@@ -67,6 +69,7 @@ class ModelConfig:
     refine_init_std: float = 0.02  # matrices start at identity + N(0, std)
     refine_blocks: list[int] | None = None  # 0-based blocks to refine; None -> every block
     refine_value_form: Literal["causal", "literal"] = "causal"  # M_value: causal form or the paper's eq. 3
+    refine_stoc_distance: Literal["squared", "plain"] = "squared"  # M_stoc: W2^2 (STOSA's code) or W2 (paper)
     refine_input: Literal["weights", "logits"] = "weights"  # A after the softmax, or the paper's A before it
     norm_eps: float = 1e-8
     position_embedding: bool | None = None  # None -> on unless the attention encodes positions

@@ -1,28 +1,46 @@
 """M_stoc (AWRSR §2.3, mechanism 4; STOSA only): each row of A becomes a Gaussian,
-mu_k = A_k W_mu, Sigma_k = ELU(A_k W_Sigma) + 1, and the refined logits are their negative squared
-2-Wasserstein distances / sqrt(d_h), keeping the probabilistic reading of STOSA's weights."""
+mu_k = A_k W_mu, Sigma_k = ELU(A_k W_Sigma) + 1, and the refined logits are their negative
+2-Wasserstein distances / sqrt(d_h), keeping the probabilistic reading of STOSA's weights.
+
+``distance`` chooses the distance: ``squared`` (W2^2, as STOSA's own attention and the public
+STOSA code use; the default) or ``plain`` (W2, as the AWRSR paper and SPEC.md write it).
+"""
 
 from __future__ import annotations
 
 from torch import Tensor
 
+from awrsr.errors import FieldValueError
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import REFINEMENTS
 from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
 from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances, positive
+
+# W2 is sqrt(W2^2), whose gradient is infinite at 0: every row's distance to itself is 0, so
+# squared distances are floored here first (their own gradient is then 0 at the floor).
+_SMALLEST_SQUARED_DISTANCE = 1e-12
 
 
 class StochasticRefinement(MatrixRefinement):
     matrix_names = ("mean", "cov")
     needs_stochastic = True
 
+    def __init__(self, *, distance: str = "squared", **kwargs) -> None:
+        super().__init__(**kwargs)
+        if distance not in ("squared", "plain"):
+            raise FieldValueError("model.refine_stoc_distance", f"must be 'squared' or 'plain', got {distance!r}")
+        self.distance = distance
+
     def forward(self, weights: Tensor, mask: AttentionMask) -> Tensor:
         mean = self.project(weights, self.mean)  # (B, h, n, n)
         cov = positive(self.project(weights, self.cov))  # ELU + 1
         z = gaussian_vectors(mean, cov)  # (B, h, n, 2n)
-        return masked_softmax(-pairwise_squared_distances(z, z) * self.scale, mask)
+        distances = pairwise_squared_distances(z, z)
+        if self.distance == "plain":
+            distances = distances.clamp_min(_SMALLEST_SQUARED_DISTANCE).sqrt()
+        return masked_softmax(-distances * self.scale, mask)
 
 
 @REFINEMENTS.register("stoc")
 def build_stochastic_refinement(cfg, block_index: int):
-    return build_matrix_refinement(StochasticRefinement, cfg, block_index)
+    return build_matrix_refinement(StochasticRefinement, cfg, block_index, distance=cfg.refine_stoc_distance)
