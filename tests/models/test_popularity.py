@@ -36,3 +36,52 @@ def test_fits_popularity_counts_the_training_items_only(tmp_path):
     cfg["model"] = dataclasses.replace(cfg["model"], max_len=4, hidden_size=8)
     popularity = fit(**cfg, frame=frame, console=Console(quiet=True)).metrics["popularity"]["test"]
     assert popularity["hr@1"] == 0.0 and popularity["mrr"] == pytest.approx(0.5)
+
+
+class _ScoresLikePopularity(torch.nn.Module):
+    """The same scores as a PopularityModel, without its ``shared_scores``: ranked by the
+    evaluator's brute-force count over every (user, item)."""
+
+    def __init__(self, popularity: PopularityModel) -> None:
+        super().__init__()
+        self.counts = popularity.counts.clone()
+
+    def score_next(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.counts.expand(input_ids.shape[0], -1)
+
+
+@pytest.mark.parametrize("filter_seen", [True, False])
+def test_shared_scores_rank_exactly_as_the_brute_force_count(filter_seen):
+    """The sorted search over the popularity counts gives each target the rank the (users x
+    items) count gives: many tied counts (ties are pessimistic), histories that repeat items and
+    that hold their own target (never filtered), several batches, and users kept in order."""
+    from awrsr.data.sequences import EvalCases, Sequences
+    from awrsr.eval import FullRankingEvaluator
+
+    rng = np.random.default_rng(3)
+    num_items = 40
+    counts = rng.integers(0, 8, size=num_items)  # 8 values over 40 items: many ties, zeros among them
+    popularity = PopularityModel(np.repeat(np.arange(1, num_items + 1), counts), num_items)
+    rows = [list(rng.integers(1, num_items + 1, size=rng.integers(1, 30))) for _ in range(70)]
+    targets = rng.integers(1, num_items + 1, size=70)
+    rows[0] += [int(targets[0])] * 2  # a target seen before
+    cases = EvalCases(users=np.arange(70), history=Sequences.from_lists(rows), targets=targets)
+    evaluator = FullRankingEvaluator(cases, max_len=16, filter_seen=filter_seen, batch_size=16)
+    brute = evaluator.ranks(_ScoresLikePopularity(popularity))
+    popularity.score_next = lambda input_ids: pytest.fail("the shared scores were ranked by the brute-force count")
+    fast = evaluator.ranks(popularity)
+    assert torch.equal(fast, brute)
+    assert len(set(fast.tolist())) >= 6  # ranks of many sizes, not one value that would hide an offset
+
+
+def test_nan_shared_scores_are_an_error_not_better_ranks():
+    from awrsr.data.sequences import EvalCases, Sequences
+    from awrsr.eval import FullRankingEvaluator
+
+    class NanPopularity(torch.nn.Module):
+        def shared_scores(self) -> torch.Tensor:
+            return torch.tensor([1.0, float("nan"), 0.5])
+
+    cases = EvalCases(users=np.arange(2), history=Sequences.from_lists([[1], [2]]), targets=np.array([3, 1]))
+    with pytest.raises(FloatingPointError, match="NaN"):
+        FullRankingEvaluator(cases, max_len=4).ranks(NanPopularity())

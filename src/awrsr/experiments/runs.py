@@ -348,7 +348,8 @@ def pairs_across_machines(records: Sequence[dict], references: dict[str, str], b
     for variant in dict.fromkeys(r["variant"] for r in records):
         reference = references.get(variant, base)
         seeds = sorted(s for v, s in device if v == variant and (reference, s) in device)
-        crossed = [s for s in seeds if device[variant, s] and device[reference, s] and device[variant, s] != device[reference, s]]
+        crossed = [s for s in seeds
+                   if device[variant, s] and device[reference, s] and device[variant, s] != device[reference, s]]
         if variant != reference and crossed:
             notes.append(f"{variant} against {reference}, {len(crossed)} of {len(seeds)} pairs "
                          f"(seed{'s' if len(crossed) > 1 else ''} {', '.join(map(str, crossed))})")

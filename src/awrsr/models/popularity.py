@@ -18,3 +18,7 @@ class PopularityModel(nn.Module):
 
     def score_next(self, input_ids: Tensor) -> Tensor:
         return self.counts.expand(input_ids.shape[0], -1)
+
+    def shared_scores(self) -> Tensor:
+        """The scores of every history (num_items,): the evaluator ranks them by a sorted search."""
+        return self.counts
