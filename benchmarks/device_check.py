@@ -93,14 +93,23 @@ def with_full_history_row(ids: torch.Tensor) -> torch.Tensor:
     return torch.cat([ids, full])
 
 
-def model_label(name: str, attention: str, refine: str, refine_input: str) -> str:
-    """A row's name: backbone/attention/refinement, with "@logits" for a refinement on logits."""
-    return f"{name}/{attention}/{refine}" + ("@logits" if refine_input == "logits" else "")
+def model_label(name: str, attention: str, refine: str, refine_input: str, options: dict | None = None) -> str:
+    """A row's name: backbone/attention/refinement, with "@logits" for a refinement on logits and
+    other model options in brackets."""
+    extra = f"[{','.join(f'{k}={v}' for k, v in options.items())}]" if options else ""
+    return f"{name}/{attention}/{refine}" + ("@logits" if refine_input == "logits" else "") + extra
 
 
-def check_model(name: str, attention: str, refine: str, device: torch.device, refine_input: str = "weights") -> dict:
+# Options that change what runs on the device beyond the (backbone, attention, refinement) triple:
+# M_stoc with W2 takes a square root after a floor (model.refine_stoc_distance, session 52).
+OPTION_ROWS = [(("stosa", "wasserstein", "stoc"), {"refine_stoc_distance": "plain"})]
+
+
+def check_model(
+    name: str, attention: str, refine: str, device: torch.device, refine_input: str = "weights", options: dict | None = None,
+) -> dict:
     config = dict(name=name, attention=attention, refine=refine, max_len=24, hidden_size=32, num_heads=2,
-                  num_blocks=2, refine_init_std=0.5, refine_input=refine_input)
+                  num_blocks=2, refine_init_std=0.5, refine_input=refine_input, **(options or {}))
     num_items = 50
     generator = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
@@ -143,7 +152,7 @@ def check_model(name: str, attention: str, refine: str, device: torch.device, re
         noisy.eval()
         eval_same = torch.equal(noisy(on_device), noisy(on_device))
     ok = all(errors[k] < limit for k, limit in TOLERANCE.items()) and dropout_differs and eval_same
-    return {"model": model_label(name, attention, refine, refine_input), **errors, "attention dropout differs": dropout_differs,
+    return {"model": model_label(name, attention, refine, refine_input, options), **errors, "attention dropout differs": dropout_differs,
             "eval deterministic": eval_same, "ok": ok}
 
 
@@ -166,7 +175,7 @@ def check_cross_entropy(device: torch.device) -> dict:
 
 
 def check_ranking(device: torch.device) -> dict:
-    from awrsr.eval.evaluator import pessimistic_ranks
+    from awrsr.eval.metrics import pessimistic_ranks, pessimistic_ranks_of_shared_scores
 
     generator = torch.Generator().manual_seed(2)
     scores = torch.randint(0, 20, (64, 300), generator=generator).float()  # ties on purpose
@@ -178,7 +187,13 @@ def check_ranking(device: torch.device) -> dict:
     excluded = (pairs[0], pairs[1])
     cpu = pessimistic_ranks(scores, targets, excluded)
     gpu = pessimistic_ranks(scores.to(device), targets.to(device), tuple(t.to(device) for t in excluded)).cpu()
-    return {"model": "pessimistic ranks", "equal": bool(torch.equal(cpu, gpu)), "ok": bool(torch.equal(cpu, gpu))}
+    # the popularity baseline's sorted search, against the count over the same scores on every row
+    shared = scores[0].to(device)
+    by_search = pessimistic_ranks_of_shared_scores(
+        shared, shared.sort().values, targets.to(device), tuple(t.to(device) for t in excluded)).cpu()
+    by_count = pessimistic_ranks(scores[0].expand_as(scores), targets, excluded)
+    equal = bool(torch.equal(cpu, gpu)) and bool(torch.equal(by_search, by_count))
+    return {"model": "pessimistic ranks", "equal": equal, "ok": equal}
 
 
 def main() -> int:
@@ -192,13 +207,15 @@ def main() -> int:
     torch.backends.cudnn.allow_tf32 = False
     rows = []
     # every triple, and again with the refinement on logits where it can be (model.refine_input)
-    checks = [(*triple, "weights") for triple in compatible_combinations()]
-    checks += [(*triple, "logits") for triple in compatible_combinations("logits") if triple[2] != "none"]
-    for *triple, refine_input in checks:
+    checks = [(triple, "weights", None) for triple in compatible_combinations()]
+    checks += [(triple, "logits", None) for triple in compatible_combinations("logits") if triple[2] != "none"]
+    checks += [(triple, refine_input, options) for triple, options in OPTION_ROWS for refine_input in ("weights", "logits")
+               if triple in compatible_combinations(refine_input)]
+    for triple, refine_input, options in checks:
         try:
-            rows.append(check_model(*triple, device, refine_input))
+            rows.append(check_model(*triple, device, refine_input, options))
         except Exception as err:  # a crash is a failed check, reported with the rest
-            rows.append({"model": model_label(*triple, refine_input), "error": f"{type(err).__name__}: {err}", "ok": False})
+            rows.append({"model": model_label(*triple, refine_input, options), "error": f"{type(err).__name__}: {err}", "ok": False})
     for check in (check_cross_entropy, check_ranking):
         try:
             rows.append(check(device))

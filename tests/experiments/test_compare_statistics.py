@@ -57,14 +57,14 @@ def test_mean_and_std_cover_all_of_a_variants_runs_improvement_only_the_shared_s
 
 def test_one_pair_is_written_without_a_p_value(tmp_path):
     records = [rec("none", 1, 0.10), rec("none", 2, 0.20), rec("add", 2, 0.30), rec("add", 3, 0.50)]
-    write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine")
+    write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine", "none")
     md = (tmp_path / "table.md").read_text()
     assert "| add | 0.4000 ± 0.1414 (+50.00%, p=n/a)" in md and "nan" not in md.lower(), md
 
 
 def test_table_csv_columns_hold_what_their_headers_say(tmp_path):
     table = tabulate(PARTIAL, base="none")
-    write_outputs(PARTIAL, table, tmp_path, "model.refine")
+    write_outputs(PARTIAL, table, tmp_path, "model.refine", "none")
     rows = {r["variant"]: r for r in csv.DictReader((tmp_path / "table.csv").read_text().splitlines())}
     add = rows["add"]
     assert float(add["ndcg@5_mean"]) == pytest.approx(0.325)
@@ -141,7 +141,7 @@ def test_by_length_edges_are_inclusive_upper_bounds():
 
 def test_an_improvement_over_a_reference_mean_of_zero_is_not_a_number(tmp_path):
     records = [rec("none", 1, 0.0), rec("none", 2, 0.0), rec("add", 1, 0.01), rec("add", 2, 0.03)]
-    write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine")
+    write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine", "none")
     md = (tmp_path / "table.md").read_text()
     assert "| add | 0.0200 ± 0.0141 (n/a, p=0.295)" in md and "nan" not in md
 
@@ -164,7 +164,7 @@ def test_the_paired_test_needs_one_value_per_seed_on_both_sides():
 def test_runs_csv_puts_each_value_under_its_own_header(tmp_path):
     values = {"hr@1": 0.1, "hr@5": 0.5, "ndcg@5": 0.3, "ndcg@10": 0.4, "mrr": 0.2}
     records = [run_record("none", 1, values, best_epoch=2, epochs=5), run_record("add", 1, values, best_epoch=3, epochs=7)]
-    write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine")
+    write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine", "none")
     rows = list(csv.DictReader((tmp_path / "runs.csv").read_text().splitlines()))
     assert [(r["variant"], r["seed"], r["best_epoch"], r["epochs"]) for r in rows] == [
         ("none", "1", "2", "5"), ("add", "1", "3", "7")]
@@ -178,7 +178,7 @@ def test_table_md_rows_by_hand(tmp_path):
     for r, seconds in zip(records, (1.0, 2.0, 6.0, 4.0)):
         r["metrics"]["time"]["mean_epoch_s"] = seconds
     table = tabulate(records, base="none")
-    write_outputs(records, table, tmp_path, "model.refine")
+    write_outputs(records, table, tmp_path, "model.refine", "none")
     md = (tmp_path / "table.md").read_text()
     assert "(full ranking, seen items filtered)" in md
     lines = md.splitlines()
@@ -201,22 +201,34 @@ def test_table_md_names_the_pairs_trained_on_different_machines(tmp_path):
             r["metrics"]["machine"]["device"] = device[r["variant"], r["seed"]]
     del records[-1]["metrics"]["machine"]  # add seed 3: recorded before runs named their machine
     table = tabulate(records, base="none", references={"simp-logits": "simp"})
-    write_outputs(records, table, tmp_path, "model.refine", {"simp-logits": "simp"})
+    write_outputs(records, table, tmp_path, "model.refine", "none", {"simp-logits": "simp"})
     md = (tmp_path / "table.md").read_text()
     # simp vs none: seed 1 (cpu / gpu) and seed 3 (gpu / cpu) cross, seed 2 is gpu on both;
     # simp-logits vs simp: seed 2 crosses, seed 3 is gpu on both; add: seed 1 and 3 unrecorded, seed 2 crosses
     assert ("Pairs trained on different machines (their improvement and p-value compare the machines as well as "
             "the models): simp against none, 2 of 3 pairs (seeds 1, 3); simp-logits against simp, 1 of 3 pairs "
-            "(seed 2); add against none, 1 of 3 pairs (seed 2).") in md, md
+            "(seed 2); add against none, 1 of 1 pairs (seed 2; 2 more without a recorded device).") in md, md
     same = [rec("none", 1, 0.1), rec("add", 1, 0.2)]
-    write_outputs(same, tabulate(same, base="none"), tmp_path, "model.refine")
+    write_outputs(same, tabulate(same, base="none"), tmp_path, "model.refine", "none")
+    assert "different machines" not in (tmp_path / "table.md").read_text()
+
+
+def test_pairs_across_machines_are_checked_against_the_base_named_not_another_self_reference(tmp_path):
+    """Table 3's layout: each depth is its own reference. With the base (2 blocks) not finished
+    yet, a variant compared with it has no pair, even beside another self-referenced variant (1
+    block) whose run trained elsewhere."""
+    records = [rec("blocks1", 1, 0.1), rec("add", 1, 0.2)]
+    records[0]["metrics"]["machine"]["device"] = "gpu"
+    references = {"blocks1": "blocks1", "blocks2": "blocks2", "add": "blocks2"}
+    table = tabulate(records, base="blocks2", references=references)
+    write_outputs(records, table, tmp_path, "model.num_blocks", "blocks2")
     assert "different machines" not in (tmp_path / "table.md").read_text()
 
 
 def test_table_md_says_whether_seen_items_were_filtered(tmp_path):
     for switches, said in (((False, False), "seen items NOT filtered"), ((True, False), "MIXED seen-item filtering")):
         records = [run_record(v, 1, {m: 0.1 for m in METRICS}, filter_seen=f) for v, f in zip(("none", "add"), switches)]
-        write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine")
+        write_outputs(records, tabulate(records, base="none"), tmp_path, "model.refine", "none")
         assert f"(full ranking, {said})" in (tmp_path / "table.md").read_text()
 
 
@@ -226,7 +238,7 @@ def test_a_variant_without_a_seed_shared_with_the_base_is_no_reference(tmp_path)
     add = table["add"]["ndcg@5"]
     assert not add.is_reference and (add.runs, add.pairs) == (1, 0) and math.isnan(add.improvement)
     assert table["none"]["ndcg@5"].is_reference
-    write_outputs(records, table, tmp_path, "model.refine")
+    write_outputs(records, table, tmp_path, "model.refine", "none")
     assert "| add | 0.2200 (no seed shared with the base) |" in (tmp_path / "table.md").read_text()
 
 
@@ -323,6 +335,6 @@ def test_the_same_gain_on_every_seed_has_no_p_value_in_the_table(tmp_path):
     records = [rec("none", 1, 23 / 300), rec("none", 2, 38 / 300), rec("add", 1, 26 / 300), rec("add", 2, 41 / 300)]
     table = tabulate(records, base="none")
     assert all(math.isnan(cell.p_value) for cell in table["add"].values())
-    write_outputs(records, table, tmp_path, "model.refine")
+    write_outputs(records, table, tmp_path, "model.refine", "none")
     line = next(x for x in (tmp_path / "table.md").read_text().splitlines() if x.startswith("| add |"))
     assert "p=n/a" in line and "p=0.000" not in line, line

@@ -1,6 +1,8 @@
 """The popularity baseline every fit reports beside its model: training counts only, column j
 for item j + 1, seen items filtered and ties broken pessimistically like any model."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import polars as pl
 import pytest
@@ -38,18 +40,6 @@ def test_fits_popularity_counts_the_training_items_only(tmp_path):
     assert popularity["hr@1"] == 0.0 and popularity["mrr"] == pytest.approx(0.5)
 
 
-class _ScoresLikePopularity(torch.nn.Module):
-    """The same scores as a PopularityModel, without its ``shared_scores``: ranked by the
-    evaluator's brute-force count over every (user, item)."""
-
-    def __init__(self, popularity: PopularityModel) -> None:
-        super().__init__()
-        self.counts = popularity.counts.clone()
-
-    def score_next(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.counts.expand(input_ids.shape[0], -1)
-
-
 @pytest.mark.parametrize("filter_seen", [True, False])
 def test_shared_scores_rank_exactly_as_the_brute_force_count(filter_seen):
     """The sorted search over the popularity counts gives each target the rank the (users x
@@ -67,7 +57,7 @@ def test_shared_scores_rank_exactly_as_the_brute_force_count(filter_seen):
     rows[0] += [int(targets[0])] * 2  # a target seen before
     cases = EvalCases(users=np.arange(70), history=Sequences.from_lists(rows), targets=targets)
     evaluator = FullRankingEvaluator(cases, max_len=16, filter_seen=filter_seen, batch_size=16)
-    brute = evaluator.ranks(_ScoresLikePopularity(popularity))
+    brute = evaluator.ranks(SimpleNamespace(score_next=popularity.score_next))  # no shared_scores: the (users x items) count
     popularity.score_next = lambda input_ids: pytest.fail("the shared scores were ranked by the brute-force count")
     fast = evaluator.ranks(popularity)
     assert torch.equal(fast, brute)

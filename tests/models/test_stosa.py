@@ -414,6 +414,25 @@ def test_m_stoc_with_the_plain_distance_keeps_the_invariants_and_finite_gradient
         assert not torch.allclose(squared.encode(ids)[0], model.encode(ids)[0], atol=1e-3)  # the option is read
 
 
+def test_m_stoc_with_the_plain_distance_is_accurate_in_float32():
+    """W2 near 0 from the matrix-product form of W2^2 kept that form's rounding (about 1e-5 of the
+    norms in float32), which the square root blew up: 1.4e-4 relative error in the weights
+    against float64, a row's distance to itself 0.01 (the device check found it). From the
+    differences it is within float32's rounding, identical rows included."""
+    from awrsr.nn.masks import AttentionMask, masked_softmax
+    from awrsr.nn.refine.stoc import StochasticRefinement
+
+    torch.manual_seed(0)
+    mask = AttentionMask.build(torch.tensor([[0, 3, 4, 5, 6, 7, 8, 9]] * 2), causal=True)
+    base = masked_softmax(torch.randn(2, 2, 8, 8) * 3, mask.allowed)
+    base[:, :, 5] = base[:, :, 4]  # two identical rows: a zero distance off the diagonal too
+    refinement = StochasticRefinement(max_len=8, num_heads=2, head_size=16, init_std=0.5, distance="plain")
+    with torch.no_grad():
+        single = refinement(base, mask)
+        double = refinement.double()(base.double(), mask)
+    assert float((single.double() - double).norm() / double.norm()) < 1e-6
+
+
 def test_m_stoc_distance_must_be_squared_or_plain():
     from awrsr.errors import FieldValueError
     from awrsr.nn.refine.stoc import StochasticRefinement

@@ -11,7 +11,7 @@ from torch import Tensor
 
 from awrsr.data import EvalCases
 from awrsr.errors import AwrsrError
-from awrsr.eval.metrics import pessimistic_ranks, ranking_metrics
+from awrsr.eval.metrics import pessimistic_ranks, pessimistic_ranks_of_shared_scores, ranking_metrics, refuse_nan
 from awrsr.nn.precision import at_least_float32
 
 
@@ -95,20 +95,6 @@ def rank_batch(model: NextItemScorer, batch: EvalBatch) -> Tensor:
     return pessimistic_ranks(scores, batch.target_cols, (batch.seen_rows, batch.seen_cols))
 
 
-@torch.no_grad()
-def rank_batch_by_shared_scores(scores: Tensor, sorted_scores: Tensor, batch: EvalBatch) -> Tensor:
-    """What ``rank_batch`` gives a model whose scores (I,) are the same for every history (the
-    popularity baseline), from one sorted copy: the items scoring at least the target's, found by
-    a binary search, less the seen ones among them. O(B log I + S) instead of O(B I)."""
-    target_scores = scores[batch.target_cols]  # (B,)
-    # items >= the target's score, the target included: its 1-based pessimistic rank
-    ranks = len(scores) - torch.searchsorted(sorted_scores, target_scores, side="left")
-    if batch.seen_rows.numel():
-        beats = scores[batch.seen_cols] >= target_scores[batch.seen_rows]
-        ranks.index_add_(0, batch.seen_rows, beats.long(), alpha=-1)
-    return ranks
-
-
 class FullRankingEvaluator:
     """Ranks each case's target against every item and reports HR/NDCG@k and MRR.
 
@@ -142,11 +128,13 @@ class FullRankingEvaluator:
         """Rank (M,) of each case's target, in the cases' order."""
         shared = getattr(model, "shared_scores", None)
         if callable(shared):  # one score vector for every user: a sorted search, not a (users x items) count
-            scores = at_least_float32(shared().detach()).to(device)
-            if scores.isnan().any():
-                raise FloatingPointError("the model produced NaN scores")
+            scores = at_least_float32(shared()).to(device)
+            refuse_nan(scores)
             sorted_scores = scores.sort().values
-            ranks = [rank_batch_by_shared_scores(scores, sorted_scores, b.to(device)) for b in self.batches]
+            ranks = [
+                pessimistic_ranks_of_shared_scores(scores, sorted_scores, b.target_cols, (b.seen_rows, b.seen_cols))
+                for b in (batch.to(device) for batch in self.batches)
+            ]
             return torch.cat(ranks).cpu()[self._restore]
         was_training = getattr(model, "training", False)
         if hasattr(model, "eval"):

@@ -25,7 +25,7 @@ from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
     DataFingerprints, check_collection_directory, check_earlier_runs, data_config_key, finished_run, describe_runs, option_args,
-    left_out_runs, pairs_across_machines, progress_sentence, run_or_reuse, run_status,
+    left_out_runs, pairs_across_machines, progress_sentence, run_device, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, output_directory, read_text, relative_to_cwd, user_path, write_text_atomic
@@ -323,7 +323,7 @@ def write_tables(
     base: str, length_edges: Sequence[int], missing: Sequence[tuple[str, int, str]], console: Console,
 ) -> None:
     """The comparison's tables (``write_outputs``, ``write_length_tables``) in ``output_dir``, and printed."""
-    write_outputs(records, table, output_dir, label, {k: v for k, v in references.items() if v not in (k, base)}, missing)
+    write_outputs(records, table, output_dir, label, base, {k: v for k, v in references.items() if v not in (k, base)}, missing)
     # soft_wrap and no markup: a Markdown table must come out copyable, never cut at the terminal width
     console.print((output_dir / "table.md").read_text(), soft_wrap=True, markup=False, highlight=False)
     try:  # where the differences are: by the users' history length (reads each dataset once)
@@ -397,11 +397,11 @@ def tabulate(
 
 
 def write_outputs(
-    records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, key: str,
+    records: list[dict], table: dict[str, dict[str, Cell]], output_dir: Path, key: str, base: str,
     other_references: dict[str, str] | None = None, missing: Sequence[tuple[str, int, str]] = (),
 ) -> None:
     """runs.csv, table.csv and table.md; ``other_references`` names the variants compared with
-    something other than the base (shown as "variant (vs reference)"), ``missing`` the runs not
+    something other than ``base`` (shown as "variant (vs reference)"), ``missing`` the runs not
     finished yet (a partial table says so)."""
     output_dir.mkdir(parents=True, exist_ok=True)
     metric_names = sorted({m for r in records for m in r["metrics"]["test"]})
@@ -412,7 +412,7 @@ def write_outputs(
         rows.append([
             r["variant"], r["seed"], m["selection"]["best_epoch"], m["selection"]["epochs_trained"],
             m["time"]["mean_epoch_s"], *[m["test"][n] for n in metric_names],
-            m.get("machine", {}).get("device", ""),  # runs made before the record existed: unknown
+            run_device(m) or "",  # runs made before the record existed: unknown
             m.get("code_version", ""),
             r["run_dir"],
         ])
@@ -459,13 +459,12 @@ def write_outputs(
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {counted} | {seconds:.1f} |")
     # Notes on mixed tables: on several machines the s / epoch column compares machines, not
     # models; and floating point may differ between code versions even where the model does not.
-    for what, of_run in (("trained on several machines", lambda m: m.get("machine", {}).get("device")),
+    for what, of_run in (("trained on several machines", run_device),
                          ("made by several code versions", lambda m: m.get("code_version"))):
         counts = Counter(of_run(r["metrics"]) or "not recorded" for r in records)
         if len(counts) > 1:
             lines += ["", f"Runs {what} (runs.csv names each run's): "
                       + ", ".join(f"{value} ({count})" for value, count in sorted(counts.items())) + "."]
-    base = next((v for v, row in table.items() if next(iter(row.values())).is_reference), None)
     crossed = pairs_across_machines(records, other_references or {}, base)
     if crossed:
         lines += ["", crossed]

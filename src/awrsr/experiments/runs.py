@@ -338,21 +338,27 @@ def describe_runs(runs: Iterable[tuple[str, int, str]]) -> str:
     })
 
 
-def pairs_across_machines(records: Sequence[dict], references: dict[str, str], base: str | None) -> str:
+def run_device(metrics: dict) -> str | None:
+    """The device a run's metrics.json says it trained on; None for runs made before the record."""
+    return metrics.get("machine", {}).get("device") or None
+
+
+def pairs_across_machines(records: Sequence[dict], references: dict[str, str], base: str) -> str:
     """A sentence naming, per variant, the seeds whose run and its reference's run (``references``,
     else ``base``) trained on different devices, or "" when none did. A CPU run paired with a GPU
     run of the same seed is not the same run on both (floating point differs), so such a paired
-    test compares the machines too. Runs that recorded no device are not counted."""
-    device = {(r["variant"], r["seed"]): r["metrics"].get("machine", {}).get("device") for r in records}
+    test compares the machines too. Pairs with a run that recorded no device are counted apart."""
+    device = {(r["variant"], r["seed"]): run_device(r["metrics"]) for r in records}
     notes = []
     for variant in dict.fromkeys(r["variant"] for r in records):
         reference = references.get(variant, base)
         seeds = sorted(s for v, s in device if v == variant and (reference, s) in device)
-        crossed = [s for s in seeds
-                   if device[variant, s] and device[reference, s] and device[variant, s] != device[reference, s]]
+        known = [s for s in seeds if device[variant, s] and device[reference, s]]
+        crossed = [s for s in known if device[variant, s] != device[reference, s]]
         if variant != reference and crossed:
-            notes.append(f"{variant} against {reference}, {len(crossed)} of {len(seeds)} pairs "
-                         f"(seed{'s' if len(crossed) > 1 else ''} {', '.join(map(str, crossed))})")
+            unknown = f"; {len(seeds) - len(known)} more without a recorded device" if len(known) < len(seeds) else ""
+            notes.append(f"{variant} against {reference}, {len(crossed)} of {len(known)} pairs "
+                         f"(seed{'s' if len(crossed) > 1 else ''} {', '.join(map(str, crossed))}{unknown})")
     return ("Pairs trained on different machines (their improvement and p-value compare the machines as well "
             "as the models): " + "; ".join(notes) + ".") if notes else ""
 

@@ -8,17 +8,15 @@ STOSA code use; the default) or ``plain`` (W2, as the AWRSR paper and SPEC.md wr
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
 from awrsr.errors import FieldValueError
 from awrsr.nn.masks import AttentionMask, masked_softmax
+from awrsr.nn.precision import at_least_float32
 from awrsr.nn.refine.base import REFINEMENTS
 from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
 from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances, positive
-
-# W2 is sqrt(W2^2), whose gradient is infinite at 0: every row's distance to itself is 0, so
-# squared distances are floored here first (their own gradient is then 0 at the floor).
-_SMALLEST_SQUARED_DISTANCE = 1e-12
 
 
 class StochasticRefinement(MatrixRefinement):
@@ -35,9 +33,15 @@ class StochasticRefinement(MatrixRefinement):
         mean = self.project(weights, self.mean)  # (B, h, n, n)
         cov = positive(self.project(weights, self.cov))  # ELU + 1
         z = gaussian_vectors(mean, cov)  # (B, h, n, 2n)
-        distances = pairwise_squared_distances(z, z)
         if self.distance == "plain":
-            distances = distances.clamp_min(_SMALLEST_SQUARED_DISTANCE).sqrt()
+            # From the differences, not from the matrix-product form of W2^2: that one's rounding
+            # (about 1e-5 of the norms in float32) is small beside W2^2 but not beside W2 near 0,
+            # where its square root turned a row's zero distance to itself into 0.01 (the device
+            # check found it). cdist gives zero distances a zero gradient.
+            z = at_least_float32(z)
+            distances = torch.cdist(z, z, compute_mode="donot_use_mm_for_euclid_dist")
+        else:
+            distances = pairwise_squared_distances(z, z)
         return masked_softmax(-distances * self.scale, mask)
 
 
