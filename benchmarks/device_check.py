@@ -222,10 +222,11 @@ def main() -> int:
         except Exception as err:
             rows.append({"model": check.__name__, "error": f"{type(err).__name__}: {err}", "ok": False})
     keys = list(TOLERANCE)
-    print(f"{'model':36s} " + " ".join(f"{k[:10]:>10s}" for k in keys) + "  ok")
+    width = max(len(row["model"]) for row in rows)
+    print(f"{'model':{width}s} " + " ".join(f"{k[:10]:>10s}" for k in keys) + "  ok")
     for row in rows:
         cells = " ".join(f"{row[k]:10.1e}" if k in row else f"{'':10s}" for k in keys)
-        print(f"{row['model']:36s} {cells}  {'yes' if row['ok'] else 'NO ' + str(row.get('error', ''))}")
+        print(f"{row['model']:{width}s} {cells}  {'yes' if row['ok'] else 'NO ' + str(row.get('error', ''))}")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" and torch.cuda.is_available() else str(device)
     print(f"{sum(r['ok'] for r in rows)}/{len(rows)} checks pass on {name} (torch {torch.__version__}, awrsr {version})")
     if args.output:
