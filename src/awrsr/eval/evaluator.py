@@ -85,7 +85,6 @@ def mask_items_(scores: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
     return scores.index_put_((rows, cols), torch.tensor(float("-inf"), device=scores.device, dtype=scores.dtype))
 
 
-
 @torch.no_grad()
 def rank_batch(model: NextItemScorer, batch: EvalBatch) -> Tensor:
     """Pessimistic rank (B,) of each target among all items, seen items filtered when the batch

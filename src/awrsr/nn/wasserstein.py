@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from awrsr.nn.precision import at_least_float32
+
 
 def positive(x: Tensor) -> Tensor:
     """ELU(x) + 1 > 0, STOSA's map to covariances, computed as exp(x) for x <= 0: ELU's
@@ -57,9 +59,8 @@ def pairwise_squared_distances(a: Tensor, b: Tensor) -> Tensor:
     Always in at least float32, autocast or not: the expansion subtracts nearly equal large
     numbers, and in bfloat16 the small differences that rank items would be lost.
     """
-    dtype = torch.promote_types(a.dtype, torch.float32)
     with torch.autocast(a.device.type, enabled=False):
-        a, b = a.to(dtype), b.to(dtype)
+        a, b = at_least_float32(a), at_least_float32(b)
         norms = (a * a).sum(-1, keepdim=True) + (b * b).sum(-1).unsqueeze(-2)  # (..., m, p)
         # The product accumulates into the norms (one pass over the (m, p) result instead of three).
         if a.dim() == 2 and b.dim() == 2:
@@ -71,3 +72,15 @@ def pairwise_squared_distances(a: Tensor, b: Tensor) -> Tensor:
             )
             return products.view(norms.shape)
         return norms - 2 * a @ b.transpose(-2, -1)  # batch dimensions that broadcast
+
+
+def pairwise_distances(a: Tensor, b: Tensor) -> Tensor:
+    """||a_i - b_j|| for a (..., m, k) and b (..., p, k) -> (..., m, p), from the differences.
+
+    Not the square root of ``pairwise_squared_distances``: that expansion's rounding (about 1e-5
+    of the norms in float32) is small beside a squared distance but not beside a distance near 0,
+    where a vector's distance to itself came out as 0.01. At least float32, autocast or not; zero
+    distances get a zero gradient.
+    """
+    with torch.autocast(a.device.type, enabled=False):
+        return torch.cdist(at_least_float32(a), at_least_float32(b), compute_mode="donot_use_mm_for_euclid_dist")

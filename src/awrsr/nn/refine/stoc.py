@@ -8,15 +8,13 @@ STOSA code use; the default) or ``plain`` (W2, as the AWRSR paper and SPEC.md wr
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 from awrsr.errors import FieldValueError
 from awrsr.nn.masks import AttentionMask, masked_softmax
-from awrsr.nn.precision import at_least_float32
 from awrsr.nn.refine.base import REFINEMENTS
 from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
-from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances, positive
+from awrsr.nn.wasserstein import gaussian_vectors, pairwise_distances, pairwise_squared_distances, positive
 
 
 class StochasticRefinement(MatrixRefinement):
@@ -33,15 +31,7 @@ class StochasticRefinement(MatrixRefinement):
         mean = self.project(weights, self.mean)  # (B, h, n, n)
         cov = positive(self.project(weights, self.cov))  # ELU + 1
         z = gaussian_vectors(mean, cov)  # (B, h, n, 2n)
-        if self.distance == "plain":
-            # From the differences, not from the matrix-product form of W2^2: that one's rounding
-            # (about 1e-5 of the norms in float32) is small beside W2^2 but not beside W2 near 0,
-            # where its square root turned a row's zero distance to itself into 0.01 (the device
-            # check found it). cdist gives zero distances a zero gradient.
-            z = at_least_float32(z)
-            distances = torch.cdist(z, z, compute_mode="donot_use_mm_for_euclid_dist")
-        else:
-            distances = pairwise_squared_distances(z, z)
+        distances = pairwise_distances(z, z) if self.distance == "plain" else pairwise_squared_distances(z, z)
         return masked_softmax(-distances * self.scale, mask)
 
 
