@@ -58,6 +58,14 @@ def test_tune_and_compare_pass_every_option_on(tmp_path, capsys, monkeypatch):
     assert calls["compare"] == ((str(base), [0.01], [1, 2], "c"), dict(
         key="train.lr", base="0.001", extra={"train.max_epochs": "2"}, report_only=True, length_edges=[3, 9],
     ))
+    # --set once per option adds to the list, a whole list too; given plainly, jsonargparse would
+    # refuse a bare key=value and let a second --set replace the first
+    for sets in (["--set", "train.max_epochs=2", "--set=train.patience=1"], ["--set", "train.max_epochs=2", "--set", "[train.patience=1]"],
+                 ["--set", "[train.max_epochs=2]", "--set", "train.patience=1"]):
+        for command in (["tune", str(base), str(space)], ["compare", str(base)]):
+            code, _, err = run_cli(capsys, *command, *sets, "--report_only", "true")
+            assert code == 0, (sets, err)
+            assert calls[command[0]][1]["extra"] == {"train.max_epochs": "2", "train.patience": "1"}, sets
     variants = tmp_path / "variants.yaml"  # a variants file names its options: --key with it is a mistake
     variants.write_text("plain: {}\nadd: {model.refine: add}\n")
     code, _, err = run_cli(capsys, "compare", str(base), "--variants_file", str(variants), "--key", "train.lr")
@@ -377,7 +385,8 @@ def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
         (["fit", "--model.refin", "simp"], "unrecognized arguments: --model.refin simp (did you mean --model.refine?)"),
         (["fit", "--train.max_epochs", "abc"], "--train.max_epochs expects an integer, got 'abc'"),
         # jsonargparse's account of a union is seven lines ("Subtypes: [...]", "Given value type: ...")
-        (["compare", "base.yaml", "--set", "train.lr=1"], "--set expects a list or null (a list is written [a,b]), got 'train.lr=1'"),
+        (["tune", "base.yaml", "space.yaml", "--max_trials", "abc"], "--max_trials expects an integer or null, got 'abc'"),
+        (["compare", "base.yaml", "--seeds", "1"], "--seeds expects a list (a list is written [a,b]), got '1'"),
         (["fit", "--train.precision", "16"], "--train.precision expects one of '32-true', 'bf16-mixed', got '16'"),
         (["frob"], "argument subcommand: invalid choice: 'frob'"),
         (["fit", "--config", str(broken)], f"{broken}, line 3, column 18: not valid YAML: mapping values are not allowed here"),
@@ -388,7 +397,7 @@ def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
         assert code == 2 and err.startswith(f"awrsr: error: {message}") and "usage:" not in err, (args, err)
         assert len(err.splitlines()) <= (2 if "expects" in message else 3) and not out, (args, err)
         if "YAML" not in message:  # jsonargparse's errors point to the options' help
-            command = f" {args[0]}" if args[0] in ("fit", "compare") else ""
+            command = f" {args[0]}" if args[0] in ("fit", "tune", "compare") else ""
             assert err.rstrip().endswith(f"(for the accepted options: awrsr{command} --help)"), err
 
 

@@ -316,8 +316,9 @@ def tune(
         output_dir: one sub-directory per trial; finished trials are reused.
         max_trials: run only this many combinations, sampled with sample_seed.
         sample_seed: seed of that sample.
-        set: extra fixed options for every trial, as key=value (e.g. [train.max_epochs=50]); not
-            a key of the search space.
+        set: extra fixed options for every trial, as key=value (--set train.max_epochs=50, once
+            per option, or a list: --set [train.max_epochs=50,train.patience=5]); not a key of
+            the search space.
         report_only: train nothing: print the trials finished so far, best first, and name the
             others (training now, interrupted, not started, skipped); trials.csv and best.yaml are
             written only when no trial is left to train.
@@ -356,8 +357,9 @@ def compare(
         output_dir: runs go to <output_dir>/<variant>/seed-<seed>; finished runs are reused.
         key: the config key that differs between variants.
         base: the value of `key` for the base model (with the default key, model.refine: none, no refinement).
-        set: extra options for every run, as key=value; a variant's own value of the same key
-            wins for that variant (train.seed comes from --seeds only).
+        set: extra options for every run, as key=value (--set train.num_threads=1, once per
+            option, or a list: --set [train.num_threads=1,train.patience=10]); a variant's own value
+            of the same key wins for that variant (train.seed comes from --seeds only).
         variants_file: YAML mapping of named variants to their options (e.g. configs/compare/neighbours-beauty.yaml);
             replaces variants and key; the base is the entry that --base names (an entry named none
             by default), else the first.
@@ -446,6 +448,17 @@ def stats_reads_data_section(args: list[str]) -> list[str]:
 _DASH_DIGIT = re.compile(r"^-\d")
 
 
+def accumulate_sets(args: list[str]) -> list[str]:
+    """``tune`` and ``compare``'s ``--set`` in jsonargparse's append form (``--set+``): each of
+    ``--set a=1 --set b=2`` adds to the list, as does a whole list ``--set [c=3,d=4]``; given
+    plainly, a second ``--set`` would replace the first, and a bare ``a=1`` would be refused as
+    not a list."""
+    if args[:1] not in (["tune"], ["compare"]):
+        return args
+    return [("--set+" + arg.removeprefix("--set")) if arg == "--set" or arg.startswith("--set=") else arg
+            for arg in args]
+
+
 def attach_dash_values(args: list[str]) -> list[str]:
     """``--history -1,2`` as ``--history=-1,2``: a value that begins with a dash and a digit
     (negative ids), attached to the option before it."""
@@ -499,7 +512,7 @@ def main(argv: Optional[list] = None) -> None:
         if "--version" in argv[1:] and not argv[0].startswith("-"):  # a subcommand's parser has no --version
             raise ConfigError(f"--version goes before the command: awrsr --version (not awrsr {argv[0]} --version)")
         check_config_files(argv, fit=argv[:1] in (['fit'], ['stats']))  # names the file; the loader, inline configs
-        argv = attach_dash_values(stats_reads_data_section(list(argv)))
+        argv = accumulate_sets(attach_dash_values(stats_reads_data_section(list(argv))))
         install_strict_yaml_loader()
         # allow_abbrev=False: argparse would take --train.max_epoch for --train.max_epochs, and a
         # misspelt option must be an error, not a guess.
