@@ -282,7 +282,8 @@ def scripted_length_runs(monkeypatch, ranks, lengths, fingerprints=None, devices
 
     monkeypatch.setattr(by_length, "held_out_history_lengths", lambda run_dir, cache=None: (
         fingerprints.get(variant_seed(run_dir)[0], "fp"), np.array(lengths.get(variant_seed(run_dir)[0], lengths["*"]))))
-    monkeypatch.setattr(by_length, "held_out_ranks", lambda run_dir, recompute=True: np.array(ranks[variant_seed(run_dir)]))
+    monkeypatch.setattr(by_length, "held_out_ranks", lambda run_dir, recompute=True: (  # None: no stored ranks
+        None if ranks[variant_seed(run_dir)] is None else np.array(ranks[variant_seed(run_dir)])))
     return [{"variant": v, "seed": s, "run_dir": f"/x/{v}/seed-{s}",
              "metrics": {"machine": {"device": devices.get((v, s), "cpu")}}} for v, s in ranks]
 
@@ -322,6 +323,19 @@ def test_by_length_markdown_by_hand(monkeypatch, tmp_path):
         ("other", "1-5", "1"), ("other", ">10", "1")]
     add = [r for r in rows if r["variant"] == "add"][0]
     assert (add["runs"], add["pairs"]) == ("3", "2")
+
+
+def test_by_length_names_only_the_pairs_across_machines_that_it_tabulates(monkeypatch, tmp_path):
+    """A run without stored test ranks is left out of by_length.md, so its pair is no pair there:
+    'add' seed 2 trained on the GPU, the base on the CPU, but only seed 1 (CPU on both) is in the table."""
+    ranks = {("none", 1): [2, 1], ("none", 2): [1, 1], ("add", 1): [1, 1], ("add", 2): None}
+    records = scripted_length_runs(monkeypatch, ranks, {"*": [3, 8]}, devices={("add", 2): "gpu"})
+    md = by_length.write_length_tables(records, {}, "none", tmp_path, edges=[5], metric="hr@1").read_text()
+    assert "Partial table, without these runs. No stored test ranks: add seed 2." in md, md
+    assert "different machines" not in md, md
+    ranks[("add", 2)] = [1, 1]  # with its ranks stored, the pair is tabulated and named
+    md = by_length.write_length_tables(records, {}, "none", tmp_path, edges=[5], metric="hr@1").read_text()
+    assert "add against none, 1 of 2 pairs (seed 2)." in md, md
 
 
 def test_length_edges_must_increase_strictly():

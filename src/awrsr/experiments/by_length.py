@@ -236,7 +236,8 @@ def write_length_tables(
     other = [v for v, row in rows.items() if row.fingerprint != header.fingerprint]
     if other:
         md += ["", f"Trained on other data than the base, so with other bucket sizes (see by_length.csv): {', '.join(other)}."]
-    crossed = pairs_across_machines(records, references, base)
+    untabulated = {(variant, seed) for variant, seed, _ in left_out}  # their pairs are no pairs here
+    crossed = pairs_across_machines([r for r in records if (r["variant"], r["seed"]) not in untabulated], references, base)
     if crossed:
         md += ["", crossed]
     if missing or left_out:
