@@ -326,8 +326,9 @@ def test_by_length_markdown_by_hand(monkeypatch, tmp_path):
 
 
 def test_by_length_names_only_the_pairs_across_machines_that_it_tabulates(monkeypatch, tmp_path):
-    """A run without stored test ranks is left out of by_length.md, so its pair is no pair there:
-    'add' seed 2 trained on the GPU, the base on the CPU, but only seed 1 (CPU on both) is in the table."""
+    """A run without stored test ranks is left out of by_length.md, and a variant trained on other
+    data than its reference is shown unpaired, so neither has a pair there to name: 'add' seed 2
+    trained on the GPU, the base on the CPU."""
     ranks = {("none", 1): [2, 1], ("none", 2): [1, 1], ("add", 1): [1, 1], ("add", 2): None}
     records = scripted_length_runs(monkeypatch, ranks, {"*": [3, 8]}, devices={("add", 2): "gpu"})
     md = by_length.write_length_tables(records, {}, "none", tmp_path, edges=[5], metric="hr@1").read_text()
@@ -336,6 +337,9 @@ def test_by_length_names_only_the_pairs_across_machines_that_it_tabulates(monkey
     ranks[("add", 2)] = [1, 1]  # with its ranks stored, the pair is tabulated and named
     md = by_length.write_length_tables(records, {}, "none", tmp_path, edges=[5], metric="hr@1").read_text()
     assert "add against none, 1 of 2 pairs (seed 2)." in md, md
+    records = scripted_length_runs(monkeypatch, ranks, {"*": [3, 8]}, {"add": "fp2"}, {("add", 2): "gpu"})
+    md = by_length.write_length_tables(records, {}, "none", tmp_path, edges=[5], metric="hr@1").read_text()
+    assert "| add (other data than none) |" in md and "different machines" not in md, md
 
 
 def test_length_edges_must_increase_strictly():

@@ -81,6 +81,14 @@ def test_grid_and_trial_ids_are_stable():
     assert parse_sets(["train.max_epochs=3"]) == {"train.max_epochs": "3"}
     with pytest.raises(ConfigError, match="key=value"):
         parse_sets(["train.max_epochs"])
+    # a list value stays one option; a comma before another key=value is two options in one --set
+    assert parse_sets(["model.refine_blocks=[0,1]", "data.path=a,b=c.csv"]) == {"model.refine_blocks": "[0,1]", "data.path": "a,b=c.csv"}
+    with pytest.raises(ConfigError, match=r"--set 'data.path=x.csv,train.patience=2' holds more than one option: give each "
+                                          r"its own --set, or a list --set \[data.path=x.csv,train.patience=2\]"):
+        parse_sets(["data.path=x.csv,train.patience=2"])
+    for item in ("[train.lr=1", "lr=1", "=1"):  # a broken list, an undotted or missing key
+        with pytest.raises(ConfigError, match=r"--set expects key=value with a dotted key \(e.g. train.max_epochs=5\), got"):
+            parse_sets([item])
 
 
 def test_bad_search_space_is_a_clear_error(tmp_path):

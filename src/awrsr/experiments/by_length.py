@@ -135,6 +135,7 @@ class LengthRow:
     counts: list[int]
     cells: list[dict[str, float]] = field(default_factory=list)
     note: str = ""  # why no improvement is shown (other data, no shared seed)
+    paired_seeds: list[int] = field(default_factory=list)  # the seeds compared with the reference's
 
 
 def length_table(
@@ -185,6 +186,7 @@ def length_table(
                     cell["improvement"] = relative_improvement(mean_std(shared)[0], mean_std(base_shared)[0])
                     cell["p_value"] = paired_p_value(shared, base_shared)
             row.cells.append(cell)
+        row.paired_seeds = seeds
     return labels, rows, left_out
 
 
@@ -236,8 +238,7 @@ def write_length_tables(
     other = [v for v, row in rows.items() if row.fingerprint != header.fingerprint]
     if other:
         md += ["", f"Trained on other data than the base, so with other bucket sizes (see by_length.csv): {', '.join(other)}."]
-    untabulated = {(variant, seed) for variant, seed, _ in left_out}  # their pairs are no pairs here
-    crossed = pairs_across_machines([r for r in records if (r["variant"], r["seed"]) not in untabulated], references, base)
+    crossed = pairs_across_machines(records, references, base, {variant: row.paired_seeds for variant, row in rows.items()})
     if crossed:
         md += ["", crossed]
     if missing or left_out:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -35,13 +36,20 @@ def option_args(options: dict[str, Any]) -> list[str]:
     return args
 
 
+_DOTTED_KEY = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
+_ANOTHER_OPTION = re.compile(rf",\s*{_DOTTED_KEY}\s*=")  # "1,train.patience=2": two options in one
+
+
 def parse_sets(sets: Sequence[str] | None) -> dict[str, str]:
     """``["train.max_epochs=5"]`` -> ``{"train.max_epochs": "5"}``."""
     out = {}
     for item in sets or []:
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set expects key=value (e.g. train.max_epochs=5), got {item!r}")
+        if not sep or not re.fullmatch(_DOTTED_KEY, key.strip()):
+            raise ConfigError(f"--set expects key=value with a dotted key (e.g. train.max_epochs=5), got {item!r}")
+        if _ANOTHER_OPTION.search(value):
+            raise ConfigError(f"--set {item!r} holds more than one option: give each its own --set, or a list "
+                              f"--set [{item}]")
         out[key.strip()] = value.strip()
     return out
 
@@ -343,16 +351,22 @@ def run_device(metrics: dict) -> str | None:
     return metrics.get("machine", {}).get("device") or None
 
 
-def pairs_across_machines(records: Sequence[dict], references: dict[str, str], base: str) -> str:
+def pairs_across_machines(
+    records: Sequence[dict], references: dict[str, str], base: str, paired_seeds: dict[str, Sequence[int]] | None = None,
+) -> str:
     """A sentence naming, per variant, the seeds whose run and its reference's run (``references``,
     else ``base``) trained on different devices, or "" when none did. A CPU run paired with a GPU
     run of the same seed is not the same run on both (floating point differs), so such a paired
-    test compares the machines too. Pairs with a run that recorded no device are counted apart."""
+    test compares the machines too. Pairs with a run that recorded no device are counted apart.
+    ``paired_seeds``: the seeds a table compares each variant on, where it pairs fewer than every
+    seed both ran (by_length.md leaves out runs without stored ranks, and variants trained on
+    other data than their reference)."""
     device = {(r["variant"], r["seed"]): run_device(r["metrics"]) for r in records}
     notes = []
     for variant in dict.fromkeys(r["variant"] for r in records):
         reference = references.get(variant, base)
-        seeds = sorted(s for v, s in device if v == variant and (reference, s) in device)
+        seeds = sorted(s for v, s in device if v == variant and (reference, s) in device
+                       and (paired_seeds is None or s in paired_seeds.get(variant, ())))
         known = [s for s in seeds if device[variant, s] and device[reference, s]]
         crossed = [s for s in known if device[variant, s] != device[reference, s]]
         if variant != reference and crossed:
