@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Iterator, Literal
+from typing import TYPE_CHECKING, Iterator, Literal
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +35,9 @@ from awrsr.nn.attention.dot import DotProductAttention
 from awrsr.nn.dropout import dropout
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 Mode = Literal["calibrated", "perturbed"]
 
@@ -237,5 +240,5 @@ def mask_norm(masks: list[tuple[Tensor, Tensor]]) -> Tensor:
 
 
 @ATTENTIONS.register("calibrated")
-def build_calibrated_attention(cfg, block_index: int, refinement: Refinement) -> CalibratedAttention:
+def build_calibrated_attention(cfg: ModelConfig, block_index: int, refinement: Refinement) -> CalibratedAttention:
     return CalibratedAttention.from_config(cfg, refinement, lite=cfg.ac_lite)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -11,6 +12,9 @@ from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
 from awrsr.nn.dropout import dropout
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 
 class DotProductAttention(nn.Module):
@@ -43,7 +47,7 @@ class DotProductAttention(nn.Module):
         self.fused = fused
 
     @classmethod
-    def from_config(cls, cfg, refinement: Refinement, **extra):
+    def from_config(cls, cfg: ModelConfig, refinement: Refinement, **extra):
         """Built from a model config's sizes and options (subclasses add their own ``extra``)."""
         return cls(
             hidden_size=cfg.hidden_size, num_heads=cfg.num_heads, attn_dropout=cfg.effective_attn_dropout,
@@ -84,5 +88,5 @@ class DotProductAttention(nn.Module):
 
 
 @ATTENTIONS.register("dot")
-def build_dot_attention(cfg, block_index: int, refinement: Refinement) -> DotProductAttention:
+def build_dot_attention(cfg: ModelConfig, block_index: int, refinement: Refinement) -> DotProductAttention:
     return DotProductAttention.from_config(cfg, refinement)

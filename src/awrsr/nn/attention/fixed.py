@@ -16,7 +16,7 @@ padding (docs/neighbours.md).
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 import torch
 from torch import Tensor
@@ -25,6 +25,9 @@ from awrsr.nn.attention.base import ATTENTIONS
 from awrsr.nn.attention.positional import PositionWeightedValues
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 # Pattern logits log(a_ij) from the history positions of queries (.., n, 1) and keys (.., 1, n).
 PATTERNS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
@@ -86,7 +89,7 @@ class FixedPatternAttention(PositionWeightedValues):
 
 def _register(pattern: str) -> None:
     @ATTENTIONS.register(pattern)
-    def build(cfg, block_index: int, refinement: Refinement) -> FixedPatternAttention:
+    def build(cfg: ModelConfig, block_index: int, refinement: Refinement) -> FixedPatternAttention:
         return FixedPatternAttention(
             pattern=pattern, positions=cfg.pattern_positions, max_len=cfg.max_len, hidden_size=cfg.hidden_size, num_heads=cfg.num_heads,
             attn_dropout=cfg.effective_attn_dropout, refinement=refinement,

@@ -11,6 +11,7 @@ columns, so the weights do not depend on the padding.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -19,6 +20,9 @@ from awrsr.nn.attention.base import ATTENTIONS, AttentionWeights, head_size
 from awrsr.nn.dropout import dropout
 from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.refine.base import Refinement
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 
 class PositionWeightedValues(nn.Module):
@@ -96,7 +100,7 @@ class PositionalAttention(PositionWeightedValues):
 
 
 @ATTENTIONS.register("positional")
-def build_positional_attention(cfg, block_index: int, refinement: Refinement) -> PositionalAttention:
+def build_positional_attention(cfg: ModelConfig, block_index: int, refinement: Refinement) -> PositionalAttention:
     return PositionalAttention(
         max_len=cfg.max_len, rank=cfg.positional_rank, hidden_size=cfg.hidden_size, num_heads=cfg.num_heads,
         attn_dropout=cfg.effective_attn_dropout, refinement=refinement,

@@ -7,6 +7,7 @@ Input and output are the two streams side by side, [mean | covariance] (B, n, 2d
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -17,6 +18,9 @@ from awrsr.nn.masks import AttentionMask, masked_softmax
 from awrsr.nn.precision import at_least_float32
 from awrsr.nn.refine.base import Refinement
 from awrsr.nn.wasserstein import gaussian_vectors, pairwise_squared_distances, positive
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 
 class WassersteinAttention(nn.Module):
@@ -79,7 +83,7 @@ class WassersteinAttention(nn.Module):
 
 
 @ATTENTIONS.register("wasserstein")
-def build_wasserstein_attention(cfg, block_index: int, refinement: Refinement) -> WassersteinAttention:
+def build_wasserstein_attention(cfg: ModelConfig, block_index: int, refinement: Refinement) -> WassersteinAttention:
     return WassersteinAttention(
         hidden_size=cfg.hidden_size, num_heads=cfg.num_heads, attn_dropout=cfg.effective_attn_dropout,
         refinement=refinement,

@@ -3,11 +3,16 @@ original weights."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torch import Tensor
 
 from awrsr.nn.masks import AttentionMask, masked_softmax
-from awrsr.nn.refine.base import REFINEMENTS
+from awrsr.nn.refine.base import REFINEMENTS, Refinement
 from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 
 class AdditiveRefinement(MatrixRefinement):
@@ -20,5 +25,5 @@ class AdditiveRefinement(MatrixRefinement):
 
 
 @REFINEMENTS.register("add")
-def build_additive_refinement(cfg, block_index: int):
+def build_additive_refinement(cfg: ModelConfig, block_index: int) -> Refinement:
     return build_matrix_refinement(AdditiveRefinement, cfg, block_index)

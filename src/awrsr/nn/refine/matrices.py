@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
 from awrsr.errors import FieldValueError
 from awrsr.nn.refine.base import Refinement
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 
 class MatrixRefinement(Refinement):
@@ -61,7 +65,7 @@ class MatrixRefinement(Refinement):
         return n
 
 
-def build_matrix_refinement(cls: type[MatrixRefinement], cfg, block_index: int, **extra) -> Refinement:
+def build_matrix_refinement(cls: type[MatrixRefinement], cfg: ModelConfig, block_index: int, **extra) -> Refinement:
     """Build ``cls`` for block ``block_index`` with the shared matrix options (``model.refine_blocks``
     is applied by the backbone, to every refinement alike)."""
     return cls(

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torch import Tensor
 
 from awrsr.nn.masks import AttentionMask
 from awrsr.nn.refine.base import REFINEMENTS, Refinement
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 
 class NoRefinement(Refinement):
@@ -17,5 +22,5 @@ class NoRefinement(Refinement):
 
 
 @REFINEMENTS.register("none")
-def build_no_refinement(cfg, block_index: int) -> NoRefinement:
+def build_no_refinement(cfg: ModelConfig, block_index: int) -> NoRefinement:
     return NoRefinement()

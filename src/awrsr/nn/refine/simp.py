@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torch import Tensor
 
 from awrsr.nn.masks import AttentionMask, masked_softmax
-from awrsr.nn.refine.base import REFINEMENTS
+from awrsr.nn.refine.base import REFINEMENTS, Refinement
 from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 
 class SimpleRefinement(MatrixRefinement):
@@ -20,5 +25,5 @@ class SimpleRefinement(MatrixRefinement):
 
 
 @REFINEMENTS.register("simp")
-def build_simple_refinement(cfg, block_index: int):
+def build_simple_refinement(cfg: ModelConfig, block_index: int) -> Refinement:
     return build_matrix_refinement(SimpleRefinement, cfg, block_index)

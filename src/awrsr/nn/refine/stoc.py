@@ -8,13 +8,18 @@ STOSA code use; the default) or ``plain`` (W2, as the AWRSR paper and SPEC.md wr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torch import Tensor
 
 from awrsr.errors import FieldValueError
 from awrsr.nn.masks import AttentionMask, masked_softmax
-from awrsr.nn.refine.base import REFINEMENTS
+from awrsr.nn.refine.base import REFINEMENTS, Refinement
 from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
 from awrsr.nn.wasserstein import gaussian_vectors, pairwise_distances, pairwise_squared_distances, positive
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 
 class StochasticRefinement(MatrixRefinement):
@@ -36,5 +41,5 @@ class StochasticRefinement(MatrixRefinement):
 
 
 @REFINEMENTS.register("stoc")
-def build_stochastic_refinement(cfg, block_index: int):
+def build_stochastic_refinement(cfg: ModelConfig, block_index: int) -> Refinement:
     return build_matrix_refinement(StochasticRefinement, cfg, block_index, distance=cfg.refine_stoc_distance)

@@ -9,12 +9,17 @@ the paper's equation and is allowed only on bidirectional backbones.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torch import Tensor
 
 from awrsr.errors import FieldValueError
 from awrsr.nn.masks import AttentionMask, masked_softmax
-from awrsr.nn.refine.base import REFINEMENTS
+from awrsr.nn.refine.base import REFINEMENTS, Refinement
 from awrsr.nn.refine.matrices import MatrixRefinement, build_matrix_refinement
+
+if TYPE_CHECKING:  # hints only: the config's package imports the parts
+    from awrsr.models.config import ModelConfig
 
 
 class ValueRefinement(MatrixRefinement):
@@ -45,5 +50,5 @@ class ValueRefinement(MatrixRefinement):
 
 
 @REFINEMENTS.register("value")
-def build_value_refinement(cfg, block_index: int):
+def build_value_refinement(cfg: ModelConfig, block_index: int) -> Refinement:
     return build_matrix_refinement(ValueRefinement, cfg, block_index, form=cfg.refine_value_form)
