@@ -230,7 +230,25 @@ def test_unknown_item_in_recommend(trained_run, capsys):
     code, _, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "-7,2")
     assert code == 2 and "unknown item id(s): '-7'" in err, err
     code, out, err = run_cli(capsys, "recommend", str(trained_run.run_dir), "--history", "1,2", "--exclude", "-7,-8", "--k", "3")
-    assert code == 0 and "top 3" in out, err
+    assert code == 0 and "top 3" in out and "--exclude names 2 id(s) the model does not know: -7, -8" in err, err
+
+
+def test_exclude_finds_ids_written_as_whole_floats_and_names_the_ids_it_does_not_know(trained_run, tmp_path, capsys):
+    run = str(trained_run.run_dir)
+    code, out, _ = run_cli(capsys, "recommend", run, "--history", "1,2,3", "--k", "3", "--json_output", "true")
+    first, second, third = (r["item"] for r in json.loads(out))
+    # "5.0" is item 5, as the CSV readers read it: excluded, not skipped as unknown
+    code, out, err = run_cli(capsys, "recommend", run, "--history", "1.0,2,3", "--k", "1", "--json_output", "true",
+                             "--exclude", f"{first}.0,{second}.00,banana")
+    assert code == 0 and [r["item"] for r in json.loads(out)] == [third], out
+    assert "--exclude names 1 id(s) the model does not know: banana" in err, err
+    log = tmp_path / "log.csv"
+    log.write_text("user,item\nu,1\nu,2\nu,3\n")
+    out_file = tmp_path / "recs.csv"
+    code, _, err = run_cli(capsys, "recommend", run, "--input", str(log), "--user_col", "user", "--item_col", "item",
+                           "--time_col", "", "--output", str(out_file), "--k", "1", "--exclude", f"{first}.0,{second},banana")
+    assert code == 0 and "--exclude names 1 id(s) the model does not know: banana" in err, err
+    assert out_file.read_text().splitlines()[1].split(",")[2] == str(third)  # user, rank, item, score
 
 
 def test_values_that_begin_with_a_dash_and_a_digit_are_attached_to_their_option():

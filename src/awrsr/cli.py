@@ -20,7 +20,7 @@ import os
 import platform
 import re
 import sys
-from typing import List, Literal, Optional, Union
+from typing import TYPE_CHECKING, List, Literal, Optional, Union
 
 import yaml
 from jsonargparse import CLI
@@ -34,6 +34,9 @@ from awrsr.models import ModelConfig
 from awrsr.run_config import SuggestingParser, debugging
 from awrsr.strict_yaml import FIT_KEYS, check_config_files, install_strict_yaml_loader
 from awrsr.train import TrainConfig
+
+if TYPE_CHECKING:
+    from awrsr.data.vocab import Vocabulary
 
 
 def fit(
@@ -147,7 +150,7 @@ def recommend(
         k: how many items to return.
         include_seen: allow items already in the history.
         ignore_unknown: skip ids the model does not know instead of failing.
-        exclude: item ids never to recommend, as --history takes them; ids the model does not know are skipped.
+        exclude: item ids never to recommend, as --history takes them; ids the model does not know are skipped, and named.
         device: where to score: cpu, cuda, cuda:N, mps, or auto (CUDA, else MPS, else the CPU).
         json_output: print JSON instead of a table (--history only).
         input: an interaction log (csv, tsv, parquet, whitespace or movielens file): recommend for each of its users.
@@ -195,8 +198,8 @@ def recommend(
     )
     unknown = [x for x in items if x not in recommender.vocab]  # left out with --ignore_unknown
     if unknown:
-        shown = ", ".join(map(str, unknown[:10])) + (", ..." if len(unknown) > 10 else "")
-        Console(stderr=True).print(f"[yellow]left out {len(unknown)} id(s) the model does not know: {escape(shown)}[/yellow]")
+        Console(stderr=True).print(f"[yellow]left out {_unknown_ids(unknown)}[/yellow]")
+    _note_unknown_excluded(excluded, recommender.vocab)
     if json_output:
         print(json.dumps([{"item": r.item, "score": r.score} for r in recs]))
         return
@@ -216,6 +219,24 @@ def recommend(
 def _users(count: int) -> str:
     """``1 user``, ``1,234 users``."""
     return f"{count:,} user{'s' * (count != 1)}"
+
+
+def _unknown_ids(unknown: list) -> str:
+    """"N id(s) the model does not know: a, b, ..." (markup escaped), for a note."""
+    from rich.markup import escape
+
+    shown = ", ".join(map(str, unknown[:10])) + (", ..." if len(unknown) > 10 else "")
+    return f"{len(unknown)} id(s) the model does not know: {escape(shown)}"
+
+
+def _note_unknown_excluded(excluded: list, vocab: "Vocabulary") -> None:
+    """Say which --exclude ids the model does not know: it never recommends them, so excluding
+    them does nothing, but a mistyped id would otherwise leave its item in the list unnoticed."""
+    from rich.console import Console
+
+    unknown = [x for x in excluded if x not in vocab]
+    if unknown:
+        Console(stderr=True).print(f"[yellow]--exclude names {_unknown_ids(unknown)} (it only recommends items it knows)[/yellow]")
 
 
 def _recommend_log(
@@ -238,6 +259,7 @@ def _recommend_log(
     )
     if output is None:
         sys.stdout.write(result.frame.write_csv())
+    _note_unknown_excluded(exclude, loaded.vocab)
     console = Console(stderr=True)
     served = result.frame.get_column("user").n_unique()
     console.print(f"top {min(k, len(loaded.vocab))} for {_users(served)} ({result.frame.height:,} rows) -> {escape(output or 'standard output')}")

@@ -27,6 +27,16 @@ def test_string_and_int_lookups_agree():
     assert svocab.decode([2]) == ["7"]
 
 
+def test_whole_numbers_written_with_a_decimal_point_find_int_ids_as_the_csv_readers_take_them():
+    # pandas writes an integer column with gaps as 7.0; the CSV readers read it as item 7, so
+    # "7.0" in a history or an exclude list must find item 7 too, not be an unknown id
+    vocab = Vocabulary([7, 12, -3, 0])
+    assert vocab.encode(["7.0", 12.0, "12.00", "-3.0", "0.0"]).tolist() == [1, 2, 2, 3, 4]
+    for other in ("7.5", "07.0", "+7.0", "7.", "7.0\n", " 7.0", "1e1"):  # not what the readers call 7
+        assert other not in vocab, other
+    assert "7.0" not in Vocabulary(["7"]) and "7.0" in Vocabulary(["7.0", "a"])  # text ids stay as written
+
+
 def test_unknown_ids_are_all_listed_in_order():
     vocab = Vocabulary([1, 2, 3])
     with pytest.raises(UnknownItemError) as err:

@@ -20,6 +20,7 @@ import polars as pl
 
 from awrsr.data.config import DataConfig
 from awrsr.data.schema import finish, shorten
+from awrsr.data.vocab import WHOLE_FLOAT_TEXT
 from awrsr.errors import DataError
 
 
@@ -209,7 +210,7 @@ def _stripped(series: pl.Series) -> pl.Series:
 def _canonical_ints(series: pl.Series) -> pl.Series:
     """Int64 if every value is an integer written canonically (``str(int(x)) == x``, or ``x.0`` as
     pandas writes an integer column with gaps), else unchanged."""
-    text = series.str.replace(r"^(-?(?:0|[1-9][0-9]*))\.0+$", "${1}")
+    text = series.str.replace(f"^{WHOLE_FLOAT_TEXT}$", "${1}")
     ints = text.cast(pl.Int64, strict=False)
     same = ((ints.cast(pl.String) == text) | series.is_null()).fill_null(False)
     return ints if same.all() else series

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -11,6 +12,12 @@ import numpy as np
 
 from awrsr.errors import DataError, UnknownItemError
 from awrsr.files import read_text
+
+
+#: A whole number written with a decimal point, ``7.0`` or ``7.00`` (what pandas writes for an
+#: integer column with gaps), its integer in group 1: the CSV readers take it for ``7``.
+WHOLE_FLOAT_TEXT = r"(-?(?:0|[1-9][0-9]*))\.0+"
+_WHOLE_FLOAT = re.compile(WHOLE_FLOAT_TEXT)
 
 
 def _id_type(ids: list) -> str:
@@ -47,12 +54,21 @@ class Vocabulary:
 
     def key(self, item_id: object) -> str:
         """The lookup key of ``item_id``: numpy and 0-d tensor scalars as Python values, and a
-        whole float (7.0, what pandas makes of an integer column with gaps) as an int where the
-        ids are ints, as the training data's readers take it."""
+        whole float (7.0, what pandas makes of an integer column with gaps), or the text of one
+        ("7.0", as a CSV file or ``--history`` writes it), as an int where the ids are ints, as
+        the training data's readers take it.
+
+        >>> vocab = Vocabulary([7, 12])
+        >>> vocab.key(7.0), vocab.key("12.00"), vocab.key("12.5"), Vocabulary(["7.0"]).key("7.0")
+        ('7', '12', '12.5', '7.0')
+        """
         if isinstance(item_id, np.generic) or (getattr(item_id, "ndim", None) == 0 and hasattr(item_id, "item")):
             item_id = item_id.item()
-        if self.id_type == "int" and isinstance(item_id, float) and item_id.is_integer():
-            item_id = int(item_id)
+        if self.id_type == "int":
+            if isinstance(item_id, float) and item_id.is_integer():
+                item_id = int(item_id)
+            elif isinstance(item_id, str) and (whole := _WHOLE_FLOAT.fullmatch(item_id)):
+                return whole.group(1)
         return str(item_id)
 
     def __contains__(self, item_id: object) -> bool:
