@@ -253,6 +253,22 @@ def test_a_file_suffix_beats_the_training_format_and_empty_strings_clear_options
     assert cleared.time_col is None and cleared.separator is None
 
 
+def test_a_log_without_a_format_suffix_is_read_as_the_training_file_was(tmp_path):
+    # auto read the training file by its suffix; a log named without one is that format too,
+    # not detected afresh (which would read a CSV as whitespace and fail on its header)
+    log = tmp_path / "events"
+    log.write_text("visitor,product,ts\nu1,6,2\nu1,5,1\n")
+    csv_trained = {"path": "../data/train.CSV", "format": "auto", "user_col": "visitor", "item_col": "product", "time_col": "ts"}
+    config = log_data_config(csv_trained, str(log))
+    assert (config.format, config.user_col, config.time_col) == ("csv", "visitor", "ts")
+    assert read_user_histories(log, config, Vocabulary([5, 6]), unknown="error").histories.to_lists() == [[1, 2]]
+    assert log_data_config({**csv_trained, "path": "train.tsv"}, "events.log").format == "tsv"
+    assert log_data_config({**csv_trained, "path": "ml-1m.txt"}, "events.log").format == "auto"  # auto read its content
+    assert log_data_config({**csv_trained, "format": "movielens"}, "events.log").format == "movielens"  # as named
+    assert log_data_config(csv_trained, "events.log", format="whitespace").format == "whitespace"
+    assert log_data_config(csv_trained, "events.parquet").format == "auto"  # the log's own suffix first
+
+
 @pytest.fixture()
 def artifact_trained_on_whitespace_with_times(trained_run, tmp_path):
     copy = tmp_path / "artifact"

@@ -13,7 +13,8 @@ from awrsr.data.text_formats import read_movielens, read_whitespace
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import starts_with, user_path, relative_to_cwd
 
-_BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv"}
+#: The formats a file name's suffix names (any case); ``auto`` takes them from it.
+FORMAT_BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv"}
 
 
 def detect_format(path: Path) -> str:
@@ -23,7 +24,7 @@ def detect_format(path: Path) -> str:
     >>> detect_format(Path("ratings.csv"))
     'csv'
     """
-    by_suffix = _BY_SUFFIX.get(path.suffix.lower())
+    by_suffix = FORMAT_BY_SUFFIX.get(path.suffix.lower())
     if by_suffix:
         return by_suffix
     if _is_parquet(path):

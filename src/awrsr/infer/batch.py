@@ -24,7 +24,7 @@ import polars as pl
 from awrsr.config_types import check_flag
 from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
-from awrsr.data.readers import IGNORED_OPTIONS, detect_format
+from awrsr.data.readers import FORMAT_BY_SUFFIX, IGNORED_OPTIONS, detect_format
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
 from awrsr.infer.recommender import Recommender, check_exclude, check_k, check_unknown
@@ -124,8 +124,6 @@ def recommend_log(
     return LogRecommendations(frame, len(read.users), read.skipped_users, read.unknown_interactions, read.unknown_items)
 
 
-_SUFFIX_FORMATS = {".csv", ".tsv", ".parquet"}
-
 
 def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) -> DataConfig:
     """How to read a log for a model: the reading options it was trained with (a run's stored
@@ -133,13 +131,18 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
     where not None, and ``path``. The k-core thresholds do not apply to scoring.
 
     A file whose suffix names its format (.csv, .tsv, .parquet) is read as that format unless
-    ``format`` is given, whatever the model was trained on; ``time_col=""`` means no timestamp
-    column (file order) and ``separator=""`` the format's own separator."""
+    ``format`` is given, whatever the model was trained on; any other file as the model's
+    training file was (where ``auto`` read that by its suffix: a log named ``events`` for a model
+    trained on ``train.csv`` is CSV). ``time_col=""`` means no timestamp column (file order) and
+    ``separator=""`` the format's own separator."""
     if stored is not None and not isinstance(stored, dict):  # a hand-edited config.yaml
         raise ConfigError(f"the model's stored data settings: not a mapping of options, got {type(stored).__name__} {stored!r:.40}")
     values = {key: value for key, value in (stored or {}).items() if key not in ("synthetic", "path")}
-    if overrides.get("format") is None and Path(path).suffix.lower() in _SUFFIX_FORMATS:
-        values["format"] = "auto"
+    if overrides.get("format") is None:
+        if Path(path).suffix.lower() in FORMAT_BY_SUFFIX:
+            values["format"] = "auto"
+        elif values.get("format", "auto") == "auto" and isinstance((stored or {}).get("path"), str):
+            values["format"] = FORMAT_BY_SUFFIX.get(Path(stored["path"]).suffix.lower(), "auto")
     # the model's own options that the log's format does not read (a CSV's columns for a
     # whitespace log, its separator for a parquet one) do not apply to it
     unread = _options_not_read(overrides.get("format") or values.get("format", "auto"), path)
@@ -158,7 +161,7 @@ def _options_not_read(fmt: str, path: str) -> tuple[str, ...]:
     """The reading options a file read as ``fmt`` (``auto``: as detected) ignores."""
     if fmt == "auto":
         source = user_path(path)
-        fmt = detect_format(source) if source.is_file() or source.suffix.lower() in _SUFFIX_FORMATS else "auto"
+        fmt = detect_format(source) if source.is_file() or source.suffix.lower() in FORMAT_BY_SUFFIX else "auto"
     return IGNORED_OPTIONS.get(fmt, ())
 
 
