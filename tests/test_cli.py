@@ -367,6 +367,29 @@ def test_serve_refuses_a_bad_port_and_a_missing_artifact_before_listening(traine
     assert code == 2 and "device must be cpu, cuda, cuda:N, mps or auto" in err
 
 
+def test_a_value_of_the_wrong_type_in_a_config_file_names_the_file_and_line(tmp_path, capsys, monkeypatch):
+    config = tmp_path / "conf" / "run.yaml"
+    config.parent.mkdir()
+    config.write_text("model:\n  refine: simp\ntrain:\n  seed: 1\n  lr: fast\n  max_epochs: 3\n")
+    monkeypatch.chdir(tmp_path)  # a relative path: jsonargparse reads the file from its own directory
+    code, _, err = run_cli(capsys, "fit", "--config", "conf/run.yaml")
+    assert code == 2 and "awrsr: error: conf/run.yaml, line 5: train.lr expects a number, got 'fast'" in err, err
+    # a later --train.lr does not help: the file's value is refused as the file is read
+    code, _, err = run_cli(capsys, "fit", "--config", "conf/run.yaml", "--train.lr", "0.1")
+    assert code == 2 and "conf/run.yaml, line 5: train.lr expects a number" in err, err
+    # the same key typed on the command line is the option's error, not the file's
+    config.write_text("train:\n  lr: 0.1\n")
+    code, _, err = run_cli(capsys, "fit", "--config", "conf/run.yaml", "--train.lr", "fast")
+    assert code == 2 and "awrsr: error: --train.lr expects a number, got 'fast'" in err, err
+    # the last file that gives the value is named, and tune and compare name it too
+    other = tmp_path / "other.yaml"
+    other.write_text("train: {max_epochs: 2.5}\n")
+    code, _, err = run_cli(capsys, "fit", "--config", "conf/run.yaml", "--config", "other.yaml")
+    assert code == 2 and "other.yaml, line 1: train.max_epochs expects an integer, got '2.5'" in err, err
+    code, _, err = run_cli(capsys, "compare", "other.yaml", "--variants", "[simp]", "--output_dir", str(tmp_path / "cmp"))
+    assert code == 2 and "other.yaml, line 1: train.max_epochs expects an integer" in err, err
+
+
 def test_abbreviated_options_are_errors_not_guesses(capsys):
     code, _, err = run_cli(capsys, "fit", "--train.max_epoch", "7", "--print_config")
     assert code == 2 and "--train.max_epoch 7 (did you mean --train.max_epochs?)" in err

@@ -13,6 +13,7 @@ import re
 import sys
 from argparse import ArgumentError
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import yaml
@@ -20,7 +21,7 @@ import yaml
 from jsonargparse import ArgumentParser
 
 from awrsr.errors import ConfigError
-from awrsr.strict_yaml import check_config_files, install_strict_yaml_loader
+from awrsr.strict_yaml import check_config_files, install_strict_yaml_loader, where_set
 
 # How jsonargparse and argparse name an option they do not know.
 _UNKNOWN_OPTION = re.compile(r"(?:Group '([^']+)' )?does not accept option '([^']+)'|unrecognized arguments: --?(\S+)")
@@ -93,6 +94,18 @@ def one_line_type_error(message: str) -> str:
     return f"--{key.group(1)} expects {' or '.join(words)}{hint}, got {given[-1].strip()!r}"
 
 
+_EXPECTS = re.compile(r"--([\w.]+) expects .*, got '(.*)'$")
+
+
+def located_in_config(message: str, args: Sequence[str], base: Path | None = None) -> str:
+    """``one_line_type_error``'s "--train.lr expects ..., got 'fast'" as "FILE, line N: train.lr
+    expects ..." where a ``--config`` file among ``args`` (relative paths taken from ``base``)
+    sets train.lr to that value."""
+    match = _EXPECTS.match(message)
+    where = where_set(args, match.group(1), match.group(2), base) if match else None
+    return f"{where}: {message[2:]}" if where else message
+
+
 def debugging() -> bool:
     """Whether errors should show their traceback (``AWRSR_DEBUG=1``, or jsonargparse's own
     ``JSONARGPARSE_DEBUG``) rather than awrsr's one line."""
@@ -102,6 +115,11 @@ def debugging() -> bool:
 class SuggestingParser(ArgumentParser):
     """jsonargparse's parser, whose errors about an unknown option name the closest known one."""
 
+    def parse_args(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
+        # for error(): where a value came from (jsonargparse reads a config file from its own directory)
+        self._given_args, self._given_cwd = list(sys.argv[1:] if args is None else args), Path.cwd()
+        return super().parse_args(args, *rest, **kwargs)
+
     def error(self, message: str, ex: Exception | None = None):
         parser = getattr(ex, "subcommand_parser", None) or self
         if "(did you mean" not in message:  # a subcommand's error passes through its parent too
@@ -110,7 +128,8 @@ class SuggestingParser(ArgumentParser):
             return super().error(message, ex)
         # One line, like every other awrsr error: jsonargparse would print the whole usage
         # (dozens of lines for fit) above it, which buries the message.
-        message, parser = name_missing_arguments(one_line_type_error(message), parser)
+        message = located_in_config(one_line_type_error(message), getattr(self, "_given_args", ()), getattr(self, "_given_cwd", None))
+        message, parser = name_missing_arguments(message, parser)
         prog = " ".join(["awrsr", *parser.prog.replace(" [options]", "").split()[1:]])  # not "__main__.py"
         sys.stderr.write(f"awrsr: error: {message}\n(for the accepted options: {prog} --help)\n")
         sys.exit(2)
@@ -142,7 +161,7 @@ def _parse_fit_args(args: Sequence[str], where: str | None = None) -> tuple[Argu
     try:
         return parser, parser.parse_args(list(args))
     except ArgumentError as err:
-        raise ConfigError(f"{where or ' '.join(args)}: {one_line_type_error(str(err))}") from None
+        raise ConfigError(f"{where or ' '.join(args)}: {located_in_config(one_line_type_error(str(err)), args)}") from None
 
 
 def changed_fields(

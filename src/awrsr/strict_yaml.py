@@ -11,6 +11,7 @@ mistake there names the file and line rather than failing inside jsonargparse.
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import yaml
@@ -83,18 +84,54 @@ def config_files(args: Sequence[str]) -> list[tuple[str, str]]:
     that is a regular file; text that is not UTF-8 is a ConfigError naming the file. Anything else
     (a pipe such as ``<(...)``, which can be read only once, or inline YAML) is left to the
     wrapped loader, whose message names the line but not the file."""
+    return [(path, text) for _, path, text in _config_files_at(args)]
+
+
+def _config_files_at(args: Sequence[str], base: Path | None = None) -> list[tuple[int, str, str]]:
+    """``config_files`` with the index in ``args`` of the option that names each file; relative
+    paths are taken from ``base`` if given, else from the current directory."""
     found = []
     for i, arg in enumerate(args):
         path = args[i + 1] if arg == "--config" and i + 1 < len(args) else arg[9:] if arg.startswith("--config=") else None
         if path is None:
             continue
         try:
-            file = user_path(path)
+            file = user_path(path) if base is None else base / user_path(path)
             if file.is_file():
-                found.append((path, read_text(file)))
+                found.append((i, path, read_text(file)))
         except OSError:
             continue  # the parser names what it cannot read
     return found
+
+
+def where_set(args: Sequence[str], key: str, value: str, base: Path | None = None) -> str | None:
+    """``"FILE, line N"`` of the last ``--config`` file among ``args`` (relative paths taken from
+    ``base``) that sets the dotted ``key`` (``train.lr``) to ``value`` (as YAML wrote it); None
+    if none does. jsonargparse checks each config file as it reads it, and names a value of the
+    wrong type by its key alone, as if it had been typed."""
+    found = None
+    for _, path, text in _config_files_at(args, base):
+        line = _key_line(text, key.split("."), value)
+        found = f"{path}, line {line}" if line is not None else found
+    return found
+
+
+def _key_line(text: str, path: list[str], value: str) -> int | None:
+    """The 1-based line of the key at ``path`` in the YAML ``text`` if it holds the scalar
+    ``value`` as written (None otherwise)."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for name in path:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        entry = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == name), None)
+        if entry is None:
+            return None
+        line, node = entry[0].start_mark.line + 1, entry[1]
+    return line if isinstance(node, yaml.ScalarNode) and node.value == value else None
 
 
 def check_config_files(args: Sequence[str], fit: bool = False) -> None:
