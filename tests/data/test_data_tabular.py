@@ -253,6 +253,22 @@ def test_text_ids_in_frames_and_parquet_lose_their_spaces_as_in_a_csv(tmp_path):
         read_interactions(tmp_path / "blank.parquet", DataConfig())
 
 
+def test_a_missing_value_marker_among_whole_number_ids_is_a_hole_not_an_item(tmp_path):
+    # "NA" in a column of whole numbers (what R and spreadsheets write) would be item "NA" and
+    # make every id text; where the ids are text anyway, it may be a real id and is kept
+    path = tmp_path / "na.csv"
+    path.write_text("user_id,item_id\n1,10\n1,NA\n2,11\n2,n/a\n")
+    with pytest.raises(DataError, match=r"na.csv:3: column 'item_id' \(data.item_col\) is 'NA', which marks a missing "
+                                        r"value, and a whole number on every other row; remove the 2 rows without an id"):
+        read_interactions(path, DataConfig())
+    frame = pl.DataFrame({"user_id": ["null", "7", "8"], "item_id": [1, 2, 3]})
+    with pytest.raises(DataError, match=r"<frame>: row 0 \(0-based\): column 'user_id' \(data.user_col\) is 'null'"):
+        read_interactions(frame, DataConfig())
+    text_ids = read_interactions(pl.DataFrame({"user_id": [1, 1, 2], "item_id": ["NA", "sku-1", "None"]}), DataConfig())
+    assert text_ids.get_column("item").to_list() == ["NA", "sku-1", "None"]
+    assert read_interactions(pl.DataFrame({"user_id": [1, 1], "item_id": ["NAN", "NONE"]}), DataConfig()).height == 2
+
+
 def test_float_ids_must_be_whole_numbers():
     frame = pl.DataFrame({"user_id": [1.0, 2.0], "item_id": [3.0, 4.5]})
     with pytest.raises(DataError, match=r"row 1 .*'item_id'.*non-integer"):

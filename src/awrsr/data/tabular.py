@@ -520,7 +520,20 @@ def _ids(series: pl.Series, field: str, source: str, lines: TextLines | None) ->
     bad = _first_null(text)
     if bad is not None:
         raise DataError(_missing(text, field, source, bad, lines))
+    marked = text.str.to_lowercase().is_in(_MISSING_MARKERS)
+    if marked.any() and not marked.all() and _canonical_ints(text.filter(~marked)).dtype == pl.Int64:
+        bad, count = int(marked.arg_max()), int(marked.sum())
+        raise DataError(
+            f"{_where(source, bad, lines)}: column {series.name!r} ({field}) is {text[bad]!r}, which marks a missing "
+            f"value, and a whole number on every other row; remove the {count:,} row{'s' * (count != 1)} without an id "
+            f"(as an id, {text[bad]!r} would be an item, and every id text)"
+        )
     return text
+
+
+# What spreadsheets, pandas and R write for a missing value. In a column of whole numbers such a
+# value is a hole in the data rather than an id; in a column of text ids it may be a real one.
+_MISSING_MARKERS = ["na", "n/a", "nan", "null", "none", "nil"]
 
 
 def _float_ids(series: pl.Series, field: str, source: str, lines: TextLines | None) -> pl.Series:
