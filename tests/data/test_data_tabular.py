@@ -147,6 +147,32 @@ def test_a_compressed_file_says_so(tmp_path, kind):
         read_interactions(path, DataConfig())
 
 
+@pytest.mark.parametrize(
+    "name, text, kind",
+    [
+        ("events.jsonl", '{"user_id": 1, "item_id": 2}\n{"user_id": 1, "item_id": 3}\n', "JSON lines"),
+        ("events", '\ufeff\n  {"user_id": 1,\n "item_id": 2}\n', "JSON lines"),  # after a BOM and blank lines
+        ("events.json", '[\n  {"user_id": 1, "item_id": 2}\n]\n', "a JSON array"),
+        ("events.csv", '[["u1", 2], ["u1", 3]]', "a JSON array"),
+    ],
+)
+def test_json_is_named_as_such_not_blamed_on_its_fields(tmp_path, name, text, kind):
+    # read as whitespace or CSV, its error spoke of fields and header lines, and suggested formats
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    for config in (DataConfig(), DataConfig(time_col="ts"), DataConfig(format="csv")):
+        with pytest.raises(DataError, match=rf"{name}: holds {kind}, which awrsr does not read; save it as CSV or Parquet"):
+            read_interactions(path, config)
+
+
+def test_a_line_that_opens_with_a_bracket_is_not_json(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text("user_id,item_id\n[u1],2\n[u1],3\n")
+    assert read_interactions(path, DataConfig()).get_column("user").to_list() == ["[u1]", "[u1]"]
+    path.write_text("[u] id,item_id\nx,2\n")
+    assert read_interactions(path, DataConfig(user_col="[u] id")).height == 1
+
+
 def test_a_spreadsheet_workbook_says_so_not_zip(tmp_path):
     """An .xlsx or .ods is a zip archive, but unzipping it gives XML, not the table: the error says
     to save the sheet as CSV. Known by its name, or (renamed) by its entries; an Excel 97-2003

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,16 @@ def _compression(path: Path) -> str | None:
     return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
 
 
+def _json_kind(path: Path) -> str | None:
+    """"JSON lines" or "a JSON array" if the file's first non-blank text opens a JSON object or
+    array, as no interaction table does (its ids or column names come first), else None."""
+    with path.open("rb") as handle:
+        head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
+    if head.startswith(b"{"):
+        return "JSON lines"
+    return "a JSON array" if head.startswith(b"[") and head[1:].lstrip()[:1] in (b"{", b"[", b'"', b"]") else None
+
+
 def _is_parquet(path: Path) -> bool:
     return starts_with(path, b"PAR1")
 
@@ -89,6 +100,13 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
         raise DataError(f"{source}: is a spreadsheet workbook (Excel or OpenDocument); save the sheet as CSV (or Parquet)")
     if compressed:  # else read as text, it fails on "invalid UTF-8" or worse
         raise DataError(f"{source}: is {compressed}-compressed; decompress it first (or save the data as Parquet)")
+    json_kind = _json_kind(path)
+    if json_kind:  # read as whitespace or CSV, its error would blame fields or a header line
+        reader = "read_json" if json_kind == "a JSON array" else "read_ndjson"
+        raise DataError(
+            f"{source}: holds {json_kind}, which awrsr does not read; save it as CSV or Parquet first, "
+            f"e.g. polars.{reader}(path).write_parquet('events.parquet')"
+        )
     fmt = detect_format(path) if config.format == "auto" else config.format
     if fmt != "parquet" and _is_parquet(path):  # else read as text, it fails on "invalid UTF-8"
         how = f"data.format {config.format}" if config.format != "auto" else f"its name ({path.suffix}) says {fmt}"
