@@ -746,11 +746,28 @@ def test_fractional_times_written_as_text_keep_their_fraction():
 
 
 def test_a_headerless_file_names_the_column_that_is_missing(tmp_path):
-    # the first line holds a number, so it looks like data; user_id is there, item_id is not
+    # the first line holds a number, so it looks like data
     path = tmp_path / "events.csv"
-    path.write_text("user_id,7\n1,8\n")
-    with pytest.raises(DataError, match=r"events\.csv: no column 'item_id': the first line 'user_id,7' looks like data"):
+    path.write_text("1,7\n1,8\n")
+    with pytest.raises(DataError, match=r"events\.csv: no column 'user_id': the first line '1,7' looks like data"):
         read_interactions(path, DataConfig())
+
+
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        ("user_id,item_id,item_id", "the header names the column 'item_id' (data.item_col) more than once"),
+        ("user_id,item_id,2024", "no column 'ts'"),
+        ("user_id,7", "no column 'item_id'"),
+    ],
+)
+def test_a_header_that_names_a_wanted_column_is_a_header_whatever_else_it_holds(tmp_path, header, expected):
+    # a repeated or numeric name made it "look like data", and the error said to drop the header
+    path = tmp_path / "events.csv"
+    path.write_text(header + "\n" + ",".join(["1"] * (header.count(",") + 1)) + "\n")
+    with pytest.raises(DataError, match=re.escape(expected)) as err:
+        read_interactions(path, DataConfig(time_col="ts"))
+    assert "looks like data" not in str(err.value) and "has_header" not in str(err.value)
 
 
 # --- found by the data review of session 34 ----------------------------------------------------

@@ -404,8 +404,8 @@ def _check_header(existing: list[str], config: DataConfig, lines: TextLines) -> 
         )
     if not config.has_header:
         return
-    if first is None or not _looks_like_data(first, lines.separator):
-        return  # a header with other names: _check_columns lists them
+    if first is None or any(name in existing for name in wanted) or not _looks_like_data(first, lines.separator):
+        return  # a header with other names (some of them wanted, a number among them or not): _check_columns lists them
     missing = next(name for name in wanted if name not in existing)
     fields = zip(("data.user_col", "data.item_col", "data.time_col"), wanted)
     named = ", ".join(f"{field} {name!r}" for field, name in fields)
