@@ -262,6 +262,17 @@ def test_dates_that_are_not_year_first_are_refused_as_ambiguous(tmp_path, dates)
     assert sequences(load_sequence_data(config)) == [["a", "c", "b"]]  # 5 Jan 00:00, 5 Jan 09:00, 4 Feb
 
 
+@pytest.mark.parametrize("date", ["2024-1-5", "2024/01/05", "2024.1.15"])
+def test_a_year_first_date_not_written_as_iso_is_not_called_ambiguous(tmp_path, date):
+    # its year comes first, so no day or month is in doubt: the error asks for ISO's form instead
+    path = tmp_path / "events.csv"
+    path.write_text(f"user_id,item_id,ts\nu0,a,2024-01-04\nu0,b,{date}\n")
+    with pytest.raises(DataError, match=rf"events.csv:3: column 'ts' .*'{re.escape(date)}', a date not written as ISO 8601 "
+                                        r"\(a four-digit year, then a two-digit month and day, joined by dashes\)") as err:
+        read_interactions(path, DataConfig(time_col="ts"))
+    assert "cannot be told" not in str(err.value)
+
+
 def test_text_ids_in_frames_and_parquet_lose_their_spaces_as_in_a_csv(tmp_path):
     """A CHAR(n) column pads its ids; a CSV's "1, 26" is item 26. A frame or a Parquet file of the
     same data reads the same, and a blank id is missing there too, not an item named ''."""

@@ -599,6 +599,7 @@ def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series
 # so a US log whose days are all <= 12 would train on a silently wrong order.
 _ISO_DATE = r"^\d{4}-\d{2}-\d{2}"
 _OTHER_DATE = r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}"
+_YEAR_FIRST_DATE = r"\d{4}[/.-]\d{1,2}[/.-]\d{1,2}(?!\d)"
 _ZONE = r"\d:\d{2}(?::\d{2})?(?:\.\d+)?\s?(?:Z|[+-]\d{2}(?::?\d{2})?)$"  # a time with its offset: 10:30Z, 10:30:00+01:00
 
 
@@ -627,6 +628,12 @@ def _time_strings(series: pl.Series, source: str, lines: TextLines | None) -> pl
     other_date = ~iso & series.str.contains(_OTHER_DATE).fill_null(False)
     if other_date.any():
         bad = int(other_date.arg_max())
+        if re.match(_YEAR_FIRST_DATE, series[bad]):  # 2024-1-5, 2024/01/05: no day or month to confuse
+            raise DataError(
+                f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) holds {series[bad]!r}, a date "
+                "not written as ISO 8601 (a four-digit year, then a two-digit month and day, joined by dashes); "
+                "write dates as 2024-01-05 or 2024-01-05T10:30:00, or use numbers"
+            )
         raise DataError(
             f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) holds {series[bad]!r}, a date "
             "not in ISO 8601 order: whether its first number is the day or the month cannot be told, so the "
