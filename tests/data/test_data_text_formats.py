@@ -81,6 +81,16 @@ def test_a_file_in_another_format_gets_that_formats_hint(tmp_path, text, hint):
     assert "ids must be integers" in message and message.endswith(hint), message
 
 
+@pytest.mark.parametrize("token", ["99999999999999999999", "-9223372036854775809", "+00009223372036854775808"])
+def test_an_integer_beyond_64_bits_is_named_as_such_not_as_a_non_integer(tmp_path, token):
+    path = write(tmp_path, "big.txt", f"1 5\n1 {token}\n")
+    with pytest.raises(DataError, match=rf"big.txt:2: id '\{token}' in '1 \{token}' is beyond the 64-bit integer range"
+                       if token[0] in "+-" else rf"big.txt:2: id '{token}' in '1 {token}' is beyond the 64-bit integer range"):
+        read_interactions(path, DataConfig())
+    # the largest that fits is read, leading zeros and all
+    assert read_interactions(write(tmp_path, "fits.txt", "1 009223372036854775807\n"), DataConfig())["item"].to_list() == [2**63 - 1]
+
+
 def test_long_bad_line_is_trimmed(tmp_path):
     path = write(tmp_path, "long.txt", "1 1\n1 " + " ".join(["2"] * 100) + " oops\n")
     with pytest.raises(DataError) as err:

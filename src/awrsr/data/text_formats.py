@@ -87,6 +87,11 @@ def _whitespace_error(path: Path, lineno: int, text: str, tokens: list[str], fir
     token = next((t for t in tokens if not _is_int(t)), None)
     if token is None:  # _is_int and polars disagree: still a one-line error naming the line
         raise DataError(f"{where}: cannot read {shorten(text)!r} as integer ids 'user item ...'")
+    if re.fullmatch(r"[+-]?[0-9]+", token):  # an integer, only too large for 64 bits
+        raise DataError(
+            f"{where}: id {shorten(token, 30)!r} in {shorten(text)!r} is beyond the 64-bit integer range that whitespace "
+            "files' ids are read in; renumber the ids, or write the data as CSV, where such ids are read as text"
+        )
     hint = _format_hint(text, tokens, first_line)
     raise DataError(f"{where}: ids must be integers, got {shorten(token, 30)!r} in {shorten(text)!r}{hint}")
 
