@@ -251,6 +251,19 @@ def test_exclude_finds_ids_written_as_whole_floats_and_names_the_ids_it_does_not
     assert out_file.read_text().splitlines()[1].split(",")[2] == str(third)  # user, rank, item, score
 
 
+def test_an_empty_or_space_separated_history_id_is_named_not_skipped(trained_run, capsys):
+    run = str(trained_run.run_dir)
+    for given, position in (("1,,2", 2), ("1,2,", 3), (",1", 1)):
+        code, _, err = run_cli(capsys, "recommend", run, "--history", given)
+        assert code == 2 and f"--history: id {position} of {given!r} is empty" in err, err
+    code, _, err = run_cli(capsys, "recommend", run, "--history", "1,2", "--exclude", "3,,4")
+    assert code == 2 and "--exclude: id 2 of '3,,4' is empty" in err, err
+    code, _, err = run_cli(capsys, "recommend", run, "--history", "1 2 3")
+    assert code == 2 and "unknown item id(s): '1 2 3' (ids are comma-separated: --history 1,2,3)" in err, err
+    code, _, err = run_cli(capsys, "recommend", run, "--history", "1 424242")  # not all known: no such guess
+    assert code == 2 and err.startswith("awrsr: error: unknown item id(s): '1 424242'\n"), err
+
+
 def test_values_that_begin_with_a_dash_and_a_digit_are_attached_to_their_option():
     from awrsr.cli import attach_dash_values
 

@@ -27,7 +27,7 @@ from jsonargparse import CLI
 
 from awrsr.data import DataConfig
 from awrsr.data.config import Format
-from awrsr.errors import AwrsrError, ConfigError, out_of_memory_detail
+from awrsr.errors import AwrsrError, ConfigError, UnknownItemError, out_of_memory_detail
 from awrsr.files import read_text, user_path
 from awrsr.eval import EvalConfig
 from awrsr.models import ModelConfig
@@ -108,7 +108,10 @@ def _id_list(text: str, option: str) -> list[str]:
     """Item ids from comma-separated text (``1193,661,914``), or from a JSON list for ids that hold
     commas or spaces (``'["a,b", " c"]'``), each as written."""
     if not text.strip().startswith("["):
-        return [token.strip() for token in text.split(",") if token.strip()]
+        ids = [token.strip() for token in text.split(",")] if text.strip() else []
+        if "" in ids:  # a data file's empty id is an error too; skipped, a typo would go unseen
+            raise AwrsrError(f"{option}: id {ids.index('') + 1} of {text!r} is empty; give comma-separated item ids, e.g. 1193,661,914")
+        return ids
     try:
         ids = json.loads(text)
     except json.JSONDecodeError as err:
@@ -193,9 +196,15 @@ def recommend(
     if not items:
         raise AwrsrError("--history is empty; give comma-separated item ids, e.g. 1193,661,914, or a log with --input")
     recommender = Recommender.load(artifact, device=device)
-    recs = recommender.recommend(
-        items, k=k, exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error", exclude=excluded,
-    )
+    try:
+        recs = recommender.recommend(
+            items, k=k, exclude_seen=not include_seen, unknown="ignore" if ignore_unknown else "error", exclude=excluded,
+        )
+    except UnknownItemError as err:
+        spaced = next((x for x in err.unknown if len(x.split()) > 1 and all(part in recommender.vocab for part in x.split())), None)
+        if spaced is None:
+            raise
+        raise UnknownItemError(err.unknown, hint=f" (ids are comma-separated: --history {','.join(spaced.split())})") from None
     unknown = [x for x in items if x not in recommender.vocab]  # left out with --ignore_unknown
     if unknown:
         Console(stderr=True).print(f"[yellow]left out {_unknown_ids(unknown)}[/yellow]")

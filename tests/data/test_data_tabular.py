@@ -262,6 +262,18 @@ def test_dates_that_are_not_year_first_are_refused_as_ambiguous(tmp_path, dates)
     assert sequences(load_sequence_data(config)) == [["a", "c", "b"]]  # 5 Jan 00:00, 5 Jan 09:00, 4 Feb
 
 
+def test_a_header_name_with_spaces_around_it_is_pointed_out(tmp_path):
+    path = tmp_path / "events.csv"
+    path.write_text(" user_id , item_id \n1,2\n")
+    with pytest.raises(DataError, match=r"no column 'user_id' \(data.user_col\); the columns are: ' user_id ', ' item_id ' "
+                                        r"\(' user_id ' has spaces around it: name it so, or take them out of the header\)"):
+        read_interactions(path, DataConfig())
+    assert read_interactions(path, DataConfig(user_col=" user_id ", item_col=" item_id ")).height == 1
+    path.write_text("visitor,item_id\n1,2\n")  # no near name: no hint
+    with pytest.raises(DataError, match=r"the columns are: 'visitor', 'item_id'$"):
+        read_interactions(path, DataConfig())
+
+
 @pytest.mark.parametrize("date", ["2024-1-5", "2024/01/05", "2024.1.15"])
 def test_a_year_first_date_not_written_as_iso_is_not_called_ambiguous(tmp_path, date):
     # its year comes first, so no day or month is in doubt: the error asks for ISO's form instead

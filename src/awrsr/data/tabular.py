@@ -377,8 +377,10 @@ def _check_columns(existing: list[str], config: DataConfig, source: str) -> None
     for field, name in (("data.user_col", config.user_col), ("data.item_col", config.item_col),
                         ("data.time_col", config.time_col)):
         if name is not None and name not in existing:
+            padded = next((column for column in existing if column.strip() == name.strip()), None)
+            hint = f" ({padded!r} has spaces around it: name it so, or take them out of the header)" if padded else ""
             raise DataError(
-                f"{source}: no column {name!r} ({field}); the columns are: {', '.join(map(repr, existing))}"
+                f"{source}: no column {name!r} ({field}); the columns are: {', '.join(map(repr, existing))}{hint}"
             )
         # polars renames a header's repeated name to name_duplicated_0: which column is meant?
         if name is not None and f"{name}_duplicated_0" in existing:
