@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -757,6 +758,14 @@ def test_integer_ids_at_the_ends_of_int64():
 def test_boolean_ids_are_refused():
     frame = pl.DataFrame({"user_id": [1, 1], "item_id": [True, False]})
     with pytest.raises(DataError, match=r"<frame>: column 'item_id' \(data.item_col\) has type Boolean; ids must be"):
+        read_interactions(frame, DataConfig())
+
+
+@pytest.mark.parametrize("flag", [True, np.False_])
+def test_a_boolean_among_a_pandas_columns_ids_is_refused_not_read_as_item_1(flag):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"user_id": [1, 1, 1], "item_id": pd.Series([1, 2, flag], dtype=object)})
+    with pytest.raises(DataError, match=rf"<frame>: row 2 \(0-based\): column 'item_id' holds {flag!r}; ids and times are never"):
         read_interactions(frame, DataConfig())
 
 

@@ -361,6 +361,10 @@ def _pandas_series(name: str, column: Any) -> pl.Series:
     # merge all such rows into one id: the "is empty" error names the first.
     missing = column.isna().to_numpy()
     items = values.tolist()
+    # polars would read True as 1 among ints: a silent item 1 (a Boolean column is refused by type)
+    flag = next((row for row, value in enumerate(items) if isinstance(value, (bool, np.bool_))), None)
+    if flag is not None:
+        raise DataError(f"{FRAME_SOURCE}: row {flag} (0-based): column {name!r} holds {items[flag]!r}; ids and times are never true or false")
     for index in np.flatnonzero(missing):  # only where something is missing: a Python pass costs seconds
         items[index] = None
     try:
