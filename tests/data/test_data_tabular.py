@@ -761,6 +761,23 @@ def test_boolean_ids_are_refused():
         read_interactions(frame, DataConfig())
 
 
+def test_times_of_day_without_dates_are_refused():
+    import datetime as dt
+
+    # 23:00 on day 1 and 08:00 on day 2 would sort as 08:00, 23:00
+    frame = pl.DataFrame({"user_id": [1, 1], "item_id": [5, 6], "ts": [dt.time(23), dt.time(8)]})
+    with pytest.raises(DataError, match=r"<frame>: column 'ts' \(data.time_col\) holds times of day \(23:00:00\) without"):
+        read_interactions(frame, DataConfig(time_col="ts"))
+    durations = pl.DataFrame({"user_id": [1, 1], "item_id": [5, 6], "ts": [dt.timedelta(days=2), dt.timedelta(hours=1)]})
+    assert read_interactions(durations, DataConfig(time_col="ts")).sort("timestamp")["item"].to_list() == [6, 5]
+
+
+def test_whole_floats_among_a_pandas_columns_mixed_ids_are_one_item_with_their_ints():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"user_id": [1, 1, 1, 1], "item_id": pd.Series([7, 7.0, "7", 7.5], dtype=object)})
+    assert read_interactions(frame, DataConfig())["item"].to_list() == ["7", "7", "7", "7.5"]
+
+
 @pytest.mark.parametrize("flag", [True, np.False_])
 def test_a_boolean_among_a_pandas_columns_ids_is_refused_not_read_as_item_1(flag):
     pd = pytest.importorskip("pandas")

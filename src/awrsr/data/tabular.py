@@ -370,7 +370,9 @@ def _pandas_series(name: str, column: Any) -> pl.Series:
     try:
         return pl.Series(name, items, strict=True)
     except (TypeError, pl.exceptions.PolarsError):  # mixed ints and strings: compare as text
-        return pl.Series(name, [None if v is None else str(v) for v in items])
+        # 7.0 as "7", as a float column's whole numbers and the vocabulary take it (not item "7.0")
+        whole = [int(v) if isinstance(v, float) and v.is_integer() else v for v in items]
+        return pl.Series(name, [None if v is None else str(v) for v in whole])
 
 
 def _wanted(config: DataConfig) -> list[str]:
@@ -585,6 +587,11 @@ def _times(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series
         raise DataError(
             f"{_where(source, bad, lines)}: column {series.name!r} (data.time_col) holds {series[bad]}, "
             "outside the 64-bit integer range of timestamps"
+        )
+    if dtype == pl.Time:  # 23:00 on one day would sort after 08:00 on the next
+        raise DataError(
+            f"{source}: column {series.name!r} (data.time_col) holds times of day ({series[0]}) without their dates, "
+            "which cannot order events across days; give dates and times (datetimes), or numbers"
         )
     if dtype.is_integer() or dtype.is_temporal():
         # Dates and datetimes sort by their physical integer (days / time units since the epoch).
