@@ -55,6 +55,21 @@ def test_each_user_gets_what_recommend_gives_their_history_alone(recommender, lo
         assert not set(HISTORIES[user]) & set(group.get_column("item").to_list())
 
 
+def test_a_frame_of_whole_numbers_written_as_text_gets_what_recommend_gives(recommender, tmp_path):
+    # "5.0" finds item 5 in recommend (Vocabulary.key); the log's reader must find it too
+    as_text = LOG.with_columns(pl.col("item_id").cast(pl.Float64).cast(pl.Utf8))
+    assert as_text.get_column("item_id")[0] == "5.0"
+    result = recommend_log(recommender, as_text, DataConfig(time_col="ts"), k=4)
+    assert result.unknown_interactions == 0
+    for user, group in _per_user(result.frame).items():
+        assert group.get_column("item").to_list() == [r.item for r in recommender.recommend(HISTORIES[user], k=4)]
+    # and the result, or its frame, is written as it is
+    write_recommendations(result, tmp_path / "recs.csv")
+    assert pl.read_csv(tmp_path / "recs.csv").get_column("item").to_list() == result.frame.get_column("item").to_list()
+    with pytest.raises(ConfigError, match="write_recommendations takes recommend_log's result or its polars frame, got dict"):
+        write_recommendations({"user": [1]}, tmp_path / "other.csv")
+
+
 def test_without_a_time_column_file_order_is_time_order(recommender, log_file):
     result = recommend_log(recommender, log_file, DataConfig(path=str(log_file)), k=3)  # u1 read as 5, 3, 7
     expected = recommender.recommend([5, 3, 7], k=3)

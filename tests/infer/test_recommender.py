@@ -241,6 +241,16 @@ def test_arguments_that_only_look_right_are_config_errors():
         ("b", pytest.approx(0.2)), ("c", pytest.approx(0.1))]
 
 
+@pytest.mark.parametrize("index", [0, 4, -1])
+def test_top_k_refuses_item_indices_outside_the_model(index):
+    # 0 would mask the last item's column (-1) without a word; past the end, torch's IndexError
+    rec = Recommender(FixedScores([0.3, 0.2, 0.1]), Vocabulary(["a", "b", "c"]), max_len=4)
+    with pytest.raises(ConfigError, match=rf"^top_k's histories hold item index {index}, outside the model's 1\.\.3"):
+        rec.top_k(Sequences(np.array([0, 2]), np.array([1, index])), k=2)
+    cols, _ = rec.top_k(Sequences.from_lists([[1, 3]]), k=1)  # the edges are items
+    assert cols.tolist() == [[1]]
+
+
 def test_an_error_names_the_history_only_when_there_are_several():
     rec = Recommender(FixedScores([0.3, 0.2, 0.1]), Vocabulary(["a", "b", "c"]), max_len=4)
     with pytest.raises(UnknownItemError, match=r"^unknown item id\(s\): 'zz'$"):

@@ -25,6 +25,7 @@ from awrsr.config_types import check_flag
 from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
 from awrsr.data.readers import FORMAT_BY_SUFFIX, IGNORED_OPTIONS, detect_format
+from awrsr.data.vocab import WHOLE_FLOAT_TEXT
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
 from awrsr.infer.recommender import Recommender, check_exclude, check_k, check_unknown
@@ -68,9 +69,11 @@ def read_user_histories(
     where = f"{source}: " if isinstance(source, (str, Path)) else ""
     frame = drop_duplicates(sort_chronologically(read_interactions(source, data)), data.duplicates)
     keys = [str(x) for x in vocab.ids]
+    item_key = pl.col("item").cast(pl.Utf8)
+    if vocab.id_type == "int":  # "103.0" (a frame's text) is item 103, as Vocabulary.key and recommend take it
+        item_key = item_key.str.replace(f"^{WHOLE_FLOAT_TEXT}$", "${1}")
     frame = frame.with_columns(
-        pl.col("item").cast(pl.Utf8).replace_strict(keys, range(1, len(keys) + 1), default=0, return_dtype=pl.Int64)
-        .alias("index")
+        item_key.replace_strict(keys, range(1, len(keys) + 1), default=0, return_dtype=pl.Int64).alias("index")
     )
     unknown_rows = frame.filter(pl.col("index") == 0)
     unknown_items = unknown_rows.get_column("item").unique(maintain_order=True).to_list()
@@ -251,10 +254,15 @@ def table_columns(path: Path) -> tuple[str, ...] | None:
         return None
 
 
-def write_recommendations(frame: pl.DataFrame, path: str | Path) -> None:
-    """Write ``frame`` as CSV, TSV, Parquet or JSON lines, by the suffix of ``path``; through a
-    temporary file beside it, so that a reader never sees half a file. An existing file is
-    replaced only if it holds a table of the same columns (see ``check_output_path``)."""
+def write_recommendations(frame: pl.DataFrame | LogRecommendations, path: str | Path) -> None:
+    """Write ``frame`` (or ``recommend_log``'s result, its ``.frame``) as CSV, TSV, Parquet or JSON
+    lines, by the suffix of ``path``; through a temporary file beside it, so that a reader never
+    sees half a file. An existing file is replaced only if it holds a table of the same columns
+    (see ``check_output_path``)."""
+    if isinstance(frame, LogRecommendations):
+        frame = frame.frame
+    if not isinstance(frame, pl.DataFrame):
+        raise ConfigError(f"write_recommendations takes recommend_log's result or its polars frame, got {type(frame).__name__}")
     path = check_output_path(path, frame.columns)
     suffix = path.suffix.lower()
     if suffix == ".parquet":

@@ -223,6 +223,10 @@ class Recommender:
         check_flag(exclude_seen, "exclude_seen")
         if not is_whole_number(batch_size) or batch_size < 1:
             raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        outside = (histories.items < 1) | (histories.items > len(self.vocab))
+        if outside.any():  # 0 would mask the last item's column (-1), and past the end torch fails
+            raise ConfigError(f"top_k's histories hold item index {int(histories.items[outside][0])}, outside the "
+                              f"model's 1..{len(self.vocab)}; give ids to recommend_many, indices to top_k")
         excluded = [x for x in exclude if x in self.vocab]
         excluded_cols = torch.from_numpy(self.vocab.encode(excluded) - 1).to(self.device) if excluded else None
         k = min(k, len(self.vocab))
