@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -138,6 +138,9 @@ def fit(
                              ("evaluation", evaluation, EvalConfig)):
         if not isinstance(part, kind):  # fit(ModelConfig(), DataConfig(), ...) would fail in an attribute lookup
             raise ConfigError(f"fit: {name} must be a {kind.__name__}, got {type(part).__name__}")
+    # Checked again, as built: a field set after construction (t.lr = np.float64(1e-3) in a grid
+    # loop, t.batch_size = 0) skipped the checks, and failed deep inside torch or YAML.
+    data, model, train, evaluation = (replace(part) for part in (data, model, train, evaluation))
     for name, flag in (("resume", resume), ("overwrite", overwrite), ("print_test", print_test), ("epoch_lines", epoch_lines)):
         check_flag(flag, f"fit: {name}")  # the string "false" is true: overwrite="false" deleted a run
     console = checked_console(console, "fit")

@@ -340,6 +340,22 @@ def test_fit_from_python_refuses_swapped_parts_a_forgotten_source_and_two_source
     assert not (tmp_path / "run").exists()
 
 
+def test_fields_set_after_construction_are_checked_again_by_fit(tmp_path):
+    # a grid loop's t.lr = np.float64(...) failed in YAML; t.batch_size = 0 in torch's sampler
+    import numpy as np
+    import yaml
+
+    cfg = tiny_run_config(tmp_path / "bad", max_epochs=1)
+    cfg["train"].batch_size = 0
+    with pytest.raises(ConfigError, match=r"^train.batch_size must be >= 1, got 0$"):
+        fit(**cfg, console=QUIET)
+    assert not (tmp_path / "bad").exists()
+    cfg = tiny_run_config(tmp_path / "run", max_epochs=1)
+    cfg["train"].lr = np.float64(0.002)
+    result = fit(**cfg, console=QUIET)
+    assert yaml.safe_load((result.run_dir / "config.yaml").read_text())["train"]["lr"] == 0.002
+
+
 def test_a_log_file_gets_one_line_per_epoch_not_a_progress_bar(tmp_path, capfd):
     # stdout here is a pipe, as in `awrsr fit ... > fit.log`: a bar would fill it with carriage returns
     fit(**tiny_run_config(tmp_path / "run", max_epochs=2, progress_bar=True), console=QUIET)
