@@ -761,6 +761,16 @@ def test_boolean_ids_are_refused():
         read_interactions(frame, DataConfig())
 
 
+def test_text_times_keep_their_nanoseconds_as_a_frame_does(tmp_path):
+    # cut to microseconds both would tie, and file order would put the later event first
+    path = tmp_path / "events.csv"
+    path.write_text("user_id,item_id,ts\n1,a,2024-01-05 10:30:00.000000002\n1,b,2024-01-05T10:30:00.000000001\n")
+    read = read_interactions(path, DataConfig(time_col="ts")).sort("timestamp", "row")
+    assert read["item"].to_list() == ["b", "a"]
+    path.write_text("user_id,item_id,ts\n1,a,1500-01-05 10:30:00.5\n1,b,2024-01-05\n")  # beyond ns's years: us
+    assert read_interactions(path, DataConfig(time_col="ts")).sort("timestamp")["item"].to_list() == ["a", "b"]
+
+
 def test_times_of_day_without_dates_are_refused():
     import datetime as dt
 

@@ -620,8 +620,11 @@ def _time_strings(series: pl.Series, source: str, lines: TextLines | None) -> pl
     """Parse a text time column as ISO dates, or as numbers written as text; else name the first misfit."""
     iso = series.str.contains(_ISO_DATE).fill_null(False)
     if iso.all():
+        # microseconds, polars' default, span far more years; nanoseconds where a time gives them,
+        # else events apart by less than a microsecond would tie and fall back to file order
+        unit = "ns" if series.str.contains(r"[.,]\d{7}").any() else "us"
         try:
-            return series.str.to_datetime(strict=True)
+            return series.str.to_datetime(strict=True, time_unit=unit)
         except pl.exceptions.PolarsError:
             pass
         zoned = series.str.contains(_ZONE).fill_null(False)
