@@ -146,6 +146,10 @@ def fit(
     console = checked_console(console, "fit")
     if frame is not None and data.path is not None:  # the run's record would name a file it never read
         raise ConfigError(f"fit: give data.path ({data.path}) or a frame, not both")
+    unread = [f"data.{name}" for name, unset in (("format", "auto"), ("separator", None), ("has_header", True))
+              if getattr(data, name) != unset]
+    if frame is not None and unread:  # recorded in config.yaml, they would read a file given later to evaluate it
+        raise ConfigError(f"fit: {', '.join(unread)} set, but a frame has no file format, separator or header line: remove them")
     run_dir = output_directory(output_dir, needs="a run needs a directory")
     check_data_outside_run(data, run_dir)  # even with overwrite: the data must survive the run
     refuse_collection(run_dir)

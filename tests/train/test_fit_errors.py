@@ -337,6 +337,12 @@ def test_fit_from_python_refuses_swapped_parts_a_forgotten_source_and_two_source
     frame = pl.DataFrame({"user_id": [1, 1, 1], "item_id": [1, 2, 3]})
     with pytest.raises(ConfigError, match=r"^fit: give data.path \(events.csv\) or a frame, not both$"):
         fit(**{**cfg, "data": DataConfig(path="events.csv")}, frame=frame, console=QUIET)
+    # a file's reading options mean nothing for a frame; recorded, they would read a file given to evaluate it later
+    with pytest.raises(ConfigError, match=r"^fit: data.format, data.has_header set, but a frame has no file format, "
+                                          r"separator or header line: remove them$"):
+        fit(**{**cfg, "data": DataConfig(format="whitespace", has_header=False)}, frame=frame, console=QUIET)
+    with pytest.raises(ConfigError, match=r"^fit: data.separator set, but a frame"):
+        fit(**{**cfg, "data": DataConfig(separator=";")}, frame=frame, console=QUIET)
     assert not (tmp_path / "run").exists()
 
 
