@@ -1496,6 +1496,8 @@ MUTANTS = [
     Mutant("M572", "src/awrsr/workflows.py", "    if frame is not None and unread:", "    if False:",
            "tests/train/test_fit_errors.py::test_fit_from_python_refuses_swapped_parts_a_forgotten_source_and_two_sources",
            "fit from a frame refuses a file's reading options (format, separator, header)"),
+    Mutant("M573", "src/awrsr/workflows.py", "    if resume and overwrite:  # one keeps", "    if False:  # one keeps", "tests/train/test_fit_errors.py::test_fit_from_python_refuses_swapped_parts_a_forgotten_source_and_two_sources",
+           "fit refuses resume and overwrite together, which ask to keep and to delete the run"),
     Mutant("M474", "src/awrsr/experiments/figures.py", "for entry in extra)]", "for entry in extra[:0])]",
            "tests/experiments/test_figures.py::test_curves_mark_each_finished_runs_selected_epoch_and_say_what_chose_it",
            "the legend names the metric that selected the marked epoch"),

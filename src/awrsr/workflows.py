@@ -122,6 +122,13 @@ def fit(
 ) -> FitResult:
     """Train ``model`` on ``data``, select by validation, score the test set once, save the artifact.
 
+    The interactions come from ``frame`` (a polars or pandas DataFrame, whose columns ``data``
+    names; ``data.path`` must then be unset) when given, else from ``data.path``, else from the
+    built-in synthetic data. ``output_dir`` becomes the run directory: the saved model, its
+    config.yaml, metrics.json, per-epoch history and test ranks (``load_artifact`` and
+    ``Recommender.load`` read it). ``console`` (a rich Console) receives the statistics, progress
+    and results; ``Console(quiet=True)`` silences them.
+
     ``resume`` continues the run in ``output_dir`` from its last checkpoint; the configuration must be
     the one it was started with, except for the fields in ``RESUMABLE_CHANGES``. A directory that
     holds a finished or interrupted run is refused unless ``overwrite``, so that a repeated command
@@ -144,6 +151,8 @@ def fit(
     for name, flag in (("resume", resume), ("overwrite", overwrite), ("print_test", print_test), ("epoch_lines", epoch_lines)):
         check_flag(flag, f"fit: {name}")  # the string "false" is true: overwrite="false" deleted a run
     console = checked_console(console, "fit")
+    if resume and overwrite:  # one keeps the run in output_dir, the other deletes it
+        raise ConfigError("fit: give resume (continue the run in output_dir) or overwrite (start it afresh), not both")
     if frame is not None and data.path is not None:  # the run's record would name a file it never read
         raise ConfigError(f"fit: give data.path ({data.path}) or a frame, not both")
     unread = [f"data.{name}" for name, unset in (("format", "auto"), ("separator", None), ("has_header", True))

@@ -325,7 +325,7 @@ def test_parts_that_do_not_fit_fail_before_the_data_is_read(tmp_path, monkeypatc
 def test_fit_from_python_refuses_swapped_parts_a_forgotten_source_and_two_sources(tmp_path):
     import polars as pl
 
-    from awrsr.data import DataConfig
+    from awrsr.data import DataConfig, load_sequence_data, read_interactions
     from awrsr.models import ModelConfig
 
     cfg = tiny_run_config(tmp_path / "run")
@@ -337,6 +337,11 @@ def test_fit_from_python_refuses_swapped_parts_a_forgotten_source_and_two_source
     frame = pl.DataFrame({"user_id": [1, 1, 1], "item_id": [1, 2, 3]})
     with pytest.raises(ConfigError, match=r"^fit: give data.path \(events.csv\) or a frame, not both$"):
         fit(**{**cfg, "data": DataConfig(path="events.csv")}, frame=frame, console=QUIET)
+    with pytest.raises(ConfigError, match=r"^fit: give resume \(continue the run in output_dir\) or overwrite"):
+        fit(**cfg, resume=True, overwrite=True, console=QUIET)
+    for call in (lambda: load_sequence_data(None, frame=frame), lambda: read_interactions(frame, None)):
+        with pytest.raises(ConfigError, match=r"^(load_sequence_data|read_interactions): config must be a DataConfig, got NoneType$"):
+            call()
     # a file's reading options mean nothing for a frame; recorded, they would read a file given to evaluate it later
     with pytest.raises(ConfigError, match=r"^fit: data.format, data.has_header set, but a frame has no file format, "
                                           r"separator or header line: remove them$"):

@@ -174,6 +174,8 @@ def load_sequence_data(config: DataConfig, frame: Any = None) -> SequenceData:
     >>> data.num_users, data.num_items
     (20, 10)
     """
+    if not isinstance(config, DataConfig):  # its first attribute lookup would fail, naming no argument
+        raise ConfigError(f"load_sequence_data: config must be a DataConfig, got {type(config).__name__}")
     unused_times: list[str] = []
     if frame is not None and not is_frame(frame):  # a path given as frame would be recorded as a frame
         raise ConfigError(

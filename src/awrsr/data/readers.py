@@ -83,6 +83,8 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
     >>> read_interactions(pl.DataFrame({"user_id": [1, 1], "item_id": [5, 6]}), DataConfig()).shape
     (2, 4)
     """
+    if not isinstance(config, DataConfig):  # its first attribute lookup would fail, naming no argument
+        raise ConfigError(f"read_interactions: config must be a DataConfig, got {type(config).__name__}")
     if is_frame(source):
         return read_frame(source, config)
     if not isinstance(source, (str, Path)):
