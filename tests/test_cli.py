@@ -253,9 +253,11 @@ def test_exclude_finds_ids_written_as_whole_floats_and_names_the_ids_it_does_not
 
 def test_an_empty_or_space_separated_history_id_is_named_not_skipped(trained_run, capsys):
     run = str(trained_run.run_dir)
-    for given, position in (("1,,2", 2), ("1,2,", 3), (",1", 1)):
+    for given, position in (("1,,2", 2), ("1,2,,", 3), (",1", 1)):
         code, _, err = run_cli(capsys, "recommend", run, "--history", given)
         assert code == 2 and f"--history: id {position} of {given!r} is empty" in err, err
+    code, out, _ = run_cli(capsys, "recommend", run, "--history", "1,2,", "--json_output", "true")  # a list built in a loop
+    assert code == 0 and len(json.loads(out)) == 10
     code, _, err = run_cli(capsys, "recommend", run, "--history", "1,2", "--exclude", "3,,4")
     assert code == 2 and "--exclude: id 2 of '3,,4' is empty" in err, err
     code, _, err = run_cli(capsys, "recommend", run, "--history", "1 2 3")

@@ -108,8 +108,8 @@ def _id_list(text: str, option: str) -> list[str]:
     """Item ids from comma-separated text (``1193,661,914``), or from a JSON list for ids that hold
     commas or spaces (``'["a,b", " c"]'``), each as written."""
     if not text.strip().startswith("["):
-        ids = [token.strip() for token in text.split(",")] if text.strip() else []
-        if "" in ids:  # a data file's empty id is an error too; skipped, a typo would go unseen
+        ids = [token.strip() for token in text.strip().removesuffix(",").split(",")] if text.strip() else []
+        if "" in ids:  # a data file's empty id is an error too; skipped, a typo would go unseen (a last comma is fine)
             raise AwrsrError(f"{option}: id {ids.index('') + 1} of {text!r} is empty; give comma-separated item ids, e.g. 1193,661,914")
         return ids
     try:

@@ -148,6 +148,7 @@ def fit(
     # Checked again, as built: a field set after construction (t.lr = np.float64(1e-3) in a grid
     # loop, t.batch_size = 0) skipped the checks, and failed deep inside torch or YAML.
     data, model, train, evaluation = (replace(part) for part in (data, model, train, evaluation))
+    data = replace(data, synthetic=replace(data.synthetic))  # a section of its own, which replace(data) keeps as it is
     for name, flag in (("resume", resume), ("overwrite", overwrite), ("print_test", print_test), ("epoch_lines", epoch_lines)):
         check_flag(flag, f"fit: {name}")  # the string "false" is true: overwrite="false" deleted a run
     console = checked_console(console, "fit")

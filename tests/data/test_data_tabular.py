@@ -166,12 +166,15 @@ def test_json_is_named_as_such_not_blamed_on_its_fields(tmp_path, name, text, ki
             read_interactions(path, config)
 
 
-def test_a_line_that_opens_with_a_bracket_is_not_json(tmp_path):
+def test_a_line_that_opens_with_a_bracket_or_a_brace_is_not_json(tmp_path):
     path = tmp_path / "events.csv"
-    path.write_text("user_id,item_id\n[u1],2\n[u1],3\n")
-    assert read_interactions(path, DataConfig()).get_column("user").to_list() == ["[u1]", "[u1]"]
+    path.write_text("[u1],2\n[u1],3\n")
+    config = DataConfig(has_header=False, user_col="column_1", item_col="column_2")
+    assert read_interactions(path, config).get_column("user").to_list() == ["[u1]", "[u1]"]
     path.write_text("[u] id,item_id\nx,2\n")
     assert read_interactions(path, DataConfig(user_col="[u] id")).height == 1
+    path.write_text("{3F2504E0-4F89-11D3-9A0C-0305E82C3301},5\n{3F2504E0-4F89-11D3-9A0C-0305E82C3301},6\n")  # a GUID
+    assert read_interactions(path, config).get_column("item").to_list() == [5, 6]
 
 
 def test_a_spreadsheet_workbook_says_so_not_zip(tmp_path):
@@ -270,6 +273,10 @@ def test_a_header_name_with_spaces_around_it_is_pointed_out(tmp_path):
                                         r"\(' user_id ' has spaces around it: name it so, or take them out of the header\)"):
         read_interactions(path, DataConfig())
     assert read_interactions(path, DataConfig(user_col=" user_id ", item_col=" item_id ")).height == 1
+    path.write_text("user_id,item_id\n1,2\n")  # the spaces in the option's name, not the header's
+    with pytest.raises(DataError, match=r"no column 'user_id ' \(data.user_col\); the columns are: 'user_id', 'item_id' "
+                                        r"\(data.user_col 'user_id ' has spaces around it: the header names 'user_id'\)"):
+        read_interactions(path, DataConfig(user_col="user_id "))
     path.write_text("visitor,item_id\n1,2\n")  # no near name: no hint
     with pytest.raises(DataError, match=r"the columns are: 'visitor', 'item_id'$"):
         read_interactions(path, DataConfig())
@@ -767,8 +774,10 @@ def test_text_times_keep_their_nanoseconds_as_a_frame_does(tmp_path):
     path.write_text("user_id,item_id,ts\n1,a,2024-01-05 10:30:00.000000002\n1,b,2024-01-05T10:30:00.000000001\n")
     read = read_interactions(path, DataConfig(time_col="ts")).sort("timestamp", "row")
     assert read["item"].to_list() == ["b", "a"]
-    path.write_text("user_id,item_id,ts\n1,a,1500-01-05 10:30:00.5\n1,b,2024-01-05\n")  # beyond ns's years: us
-    assert read_interactions(path, DataConfig(time_col="ts")).sort("timestamp")["item"].to_list() == ["a", "b"]
+    # beyond nanoseconds' years (1677-2262) their parse wraps around without a word: microseconds
+    path.write_text("user_id,item_id,ts\n1,a,2024-01-05 10:30:00.0000000\n1,b,9999-12-31 23:59:59.9999999\n"
+                    "1,c,2024-01-06 08:00:00.0000000\n1,d,1500-01-05 10:30:00.1234567\n")
+    assert read_interactions(path, DataConfig(time_col="ts")).sort("timestamp")["item"].to_list() == ["d", "a", "c", "b"]
 
 
 def test_times_of_day_without_dates_are_refused():
@@ -788,10 +797,11 @@ def test_whole_floats_among_a_pandas_columns_mixed_ids_are_one_item_with_their_i
     assert read_interactions(frame, DataConfig())["item"].to_list() == ["7", "7", "7", "7.5"]
 
 
-@pytest.mark.parametrize("flag", [True, np.False_])
-def test_a_boolean_among_a_pandas_columns_ids_is_refused_not_read_as_item_1(flag):
+@pytest.mark.parametrize("flag, other", [(True, 2), (np.False_, 2), (True, "b")])
+def test_a_boolean_among_a_pandas_columns_ids_is_refused_not_read_as_item_1(flag, other):
+    # among ints polars reads True as 1; among text, as the id "True"
     pd = pytest.importorskip("pandas")
-    frame = pd.DataFrame({"user_id": [1, 1, 1], "item_id": pd.Series([1, 2, flag], dtype=object)})
+    frame = pd.DataFrame({"user_id": [1, 1, 1], "item_id": pd.Series([1, other, flag], dtype=object)})
     with pytest.raises(DataError, match=rf"<frame>: row 2 \(0-based\): column 'item_id' holds {flag!r}; ids and times are never"):
         read_interactions(frame, DataConfig())
 

@@ -282,6 +282,11 @@ def test_a_log_without_a_format_suffix_is_read_as_the_training_file_was(tmp_path
     assert log_data_config({**csv_trained, "format": "movielens"}, "events.log").format == "movielens"  # as named
     assert log_data_config(csv_trained, "events.log", format="whitespace").format == "whitespace"
     assert log_data_config(csv_trained, "events.parquet").format == "auto"  # the log's own suffix first
+    parquet_log = tmp_path / "events_pq"  # Parquet by its content, which auto reads whatever the name
+    pl.DataFrame({"visitor": ["u1", "u1"], "product": [6, 5], "ts": [2, 1]}).write_parquet(parquet_log)
+    config = log_data_config(csv_trained, str(parquet_log))
+    assert config.format == "auto"
+    assert read_user_histories(parquet_log, config, Vocabulary([5, 6]), unknown="error").histories.to_lists() == [[1, 2]]
 
 
 @pytest.fixture()

@@ -361,6 +361,10 @@ def test_fields_set_after_construction_are_checked_again_by_fit(tmp_path):
     with pytest.raises(ConfigError, match=r"^train.batch_size must be >= 1, got 0$"):
         fit(**cfg, console=QUIET)
     assert not (tmp_path / "bad").exists()
+    cfg = tiny_run_config(tmp_path / "bad", max_epochs=1)
+    cfg["data"].synthetic.num_users = 0  # a section in a section, checked too
+    with pytest.raises(ConfigError, match=r"^data.synthetic.num_users must be >= 1, got 0$"):
+        fit(**cfg, console=QUIET)
     cfg = tiny_run_config(tmp_path / "run", max_epochs=1)
     cfg["train"].lr = np.float64(0.002)
     result = fit(**cfg, console=QUIET)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ def detect_format(path: Path) -> str:
     by_suffix = FORMAT_BY_SUFFIX.get(path.suffix.lower())
     if by_suffix:
         return by_suffix
-    if _is_parquet(path):
+    if is_parquet(path):
         return "parquet"
     with path.open("rb") as handle:
         for line in handle:  # only reads up to the first non-blank line
@@ -65,12 +66,13 @@ def _json_kind(path: Path) -> str | None:
     array, as no interaction table does (its ids or column names come first), else None."""
     with path.open("rb") as handle:
         head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
-    if head.startswith(b"{"):
+    if re.match(rb'\{\s*["}]', head):  # {"user": ...}: a brace-wrapped id ({3F2504E0-...}) is none
         return "JSON lines"
     return "a JSON array" if head.startswith(b"[") and head[1:].lstrip()[:1] in (b"{", b"[", b'"', b"]") else None
 
 
-def _is_parquet(path: Path) -> bool:
+def is_parquet(path: Path) -> bool:
+    """Whether the file begins as Parquet files do (whatever its name)."""
     return starts_with(path, b"PAR1")
 
 
@@ -110,7 +112,7 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
             f"e.g. polars.{reader}(path).write_parquet('events.parquet')"
         )
     fmt = detect_format(path) if config.format == "auto" else config.format
-    if fmt != "parquet" and _is_parquet(path):  # else read as text, it fails on "invalid UTF-8"
+    if fmt != "parquet" and is_parquet(path):  # else read as text, it fails on "invalid UTF-8"
         how = f"data.format {config.format}" if config.format != "auto" else f"its name ({path.suffix}) says {fmt}"
         raise DataError(f"{source}: is a Parquet file, but {how}; set data.format parquet (or name it .parquet)")
     check_options_apply(config, fmt, source)

@@ -361,18 +361,24 @@ def _pandas_series(name: str, column: Any) -> pl.Series:
     # merge all such rows into one id: the "is empty" error names the first.
     missing = column.isna().to_numpy()
     items = values.tolist()
-    # polars would read True as 1 among ints: a silent item 1 (a Boolean column is refused by type)
-    flag = next((row for row, value in enumerate(items) if isinstance(value, (bool, np.bool_))), None)
-    if flag is not None:
-        raise DataError(f"{FRAME_SOURCE}: row {flag} (0-based): column {name!r} holds {items[flag]!r}; ids and times are never true or false")
     for index in np.flatnonzero(missing):  # only where something is missing: a Python pass costs seconds
         items[index] = None
     try:
-        return pl.Series(name, items, strict=True)
-    except (TypeError, pl.exceptions.PolarsError):  # mixed ints and strings: compare as text
-        # 7.0 as "7", as a float column's whole numbers and the vocabulary take it (not item "7.0")
-        whole = [int(v) if isinstance(v, float) and v.is_integer() else v for v in items]
-        return pl.Series(name, [None if v is None else str(v) for v in whole])
+        series = pl.Series(name, items, strict=True)
+    except (TypeError, pl.exceptions.PolarsError):  # mixed ints and strings: compared as text below
+        series = None
+    if series is not None and series.dtype == pl.String:
+        return series  # text throughout (pandas' usual string ids): no True among them
+    # polars reads True as 1 among ints, and as "True" among mixed ids: a silent item either way
+    # (a column of booleans alone is refused by its type)
+    flag = next((row for row, value in enumerate(items) if isinstance(value, (bool, np.bool_))), None)
+    if flag is not None:
+        raise DataError(f"{FRAME_SOURCE}: row {flag} (0-based): column {name!r} holds {items[flag]!r}; ids and times are never true or false")
+    if series is not None:
+        return series
+    # 7.0 as "7", as a float column's whole numbers and the vocabulary take it (not item "7.0")
+    whole = [int(v) if isinstance(v, float) and v.is_integer() else v for v in items]
+    return pl.Series(name, [None if v is None else str(v) for v in whole])
 
 
 def _wanted(config: DataConfig) -> list[str]:
@@ -383,8 +389,11 @@ def _check_columns(existing: list[str], config: DataConfig, source: str) -> None
     for field, name in (("data.user_col", config.user_col), ("data.item_col", config.item_col),
                         ("data.time_col", config.time_col)):
         if name is not None and name not in existing:
-            padded = next((column for column in existing if column.strip() == name.strip()), None)
-            hint = f" ({padded!r} has spaces around it: name it so, or take them out of the header)" if padded else ""
+            near = next((column for column in existing if column.strip() == name.strip()), None)
+            hint = "" if near is None else (
+                f" ({near!r} has spaces around it: name it so, or take them out of the header)" if near != near.strip()
+                else f" ({field} {name!r} has spaces around it: the header names {near!r})"
+            )
             raise DataError(
                 f"{source}: no column {name!r} ({field}); the columns are: {', '.join(map(repr, existing))}{hint}"
             )
@@ -616,17 +625,29 @@ _YEAR_FIRST_DATE = r"\d{4}[/.-]\d{1,2}[/.-]\d{1,2}(?!\d)"
 _ZONE = r"\d:\d{2}(?::\d{2})?(?:\.\d+)?\s?(?:Z|[+-]\d{2}(?::?\d{2})?)$"  # a time with its offset: 10:30Z, 10:30:00+01:00
 
 
+def _with_nanoseconds(text: pl.Series, parsed: pl.Series) -> pl.Series:
+    """``text`` parsed in nanoseconds where a time gives them (7+ fractional digits) and every time
+    lies in their range (1677-2262: beyond it polars' parse wraps around silently); else
+    ``parsed``, in microseconds. Cut to microseconds, events apart by less would tie."""
+    if not text.str.contains(r"[.,]\d{7}").any():
+        return parsed
+    limit = (2**63 - 1) // 1000  # nanoseconds' range, in microseconds
+    physical = parsed.to_physical()
+    if physical.min() <= -limit or physical.max() >= limit:
+        return parsed
+    return text.str.to_datetime(strict=True, time_unit="ns")
+
+
 def _time_strings(series: pl.Series, source: str, lines: TextLines | None) -> pl.Series:
     """Parse a text time column as ISO dates, or as numbers written as text; else name the first misfit."""
     iso = series.str.contains(_ISO_DATE).fill_null(False)
     if iso.all():
-        # microseconds, polars' default, span far more years; nanoseconds where a time gives them,
-        # else events apart by less than a microsecond would tie and fall back to file order
-        unit = "ns" if series.str.contains(r"[.,]\d{7}").any() else "us"
         try:
-            return series.str.to_datetime(strict=True, time_unit=unit)
+            parsed = series.str.to_datetime(strict=True)  # microseconds: 290,000 years either way
         except pl.exceptions.PolarsError:
             pass
+        else:
+            return _with_nanoseconds(series, parsed)
         zoned = series.str.contains(_ZONE).fill_null(False)
         if zoned.any() and not zoned.all():  # 10:30 local, against 10:30Z: which came first cannot be told
             bad = int((zoned if zoned.sum() < zoned.len() / 2 else ~zoned).arg_max())  # the first of the fewer

@@ -24,7 +24,7 @@ import polars as pl
 from awrsr.config_types import check_flag
 from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
-from awrsr.data.readers import FORMAT_BY_SUFFIX, IGNORED_OPTIONS, detect_format
+from awrsr.data.readers import FORMAT_BY_SUFFIX, IGNORED_OPTIONS, detect_format, is_parquet
 from awrsr.data.vocab import WHOLE_FLOAT_TEXT
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
@@ -144,7 +144,7 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
     if overrides.get("format") is None:
         if Path(path).suffix.lower() in FORMAT_BY_SUFFIX:
             values["format"] = "auto"
-        elif values.get("format", "auto") == "auto" and isinstance((stored or {}).get("path"), str):
+        elif values.get("format", "auto") == "auto" and isinstance((stored or {}).get("path"), str) and not _parquet_file(path):
             values["format"] = FORMAT_BY_SUFFIX.get(Path(stored["path"]).suffix.lower(), "auto")
     # the model's own options that the log's format does not read (a CSV's columns for a
     # whitespace log, its separator for a parquet one) do not apply to it
@@ -158,6 +158,12 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
         return DataConfig(**{**values, "path": path})
     except TypeError as err:  # a stored config from another version of awrsr
         raise ConfigError(f"the model's stored data settings: {err}") from None
+
+
+def _parquet_file(path: str) -> bool:
+    """Whether ``path`` is a Parquet file by its content (auto reads one of any name as Parquet)."""
+    source = user_path(path)
+    return source.is_file() and is_parquet(source)
 
 
 def _options_not_read(fmt: str, path: str) -> tuple[str, ...]:
