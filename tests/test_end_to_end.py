@@ -159,7 +159,9 @@ def test_histories_of_the_wrong_shape_say_so_and_whole_float_ids_are_the_items(t
     assert rec.recommend(torch.tensor([1, 2, 3]), k=3) == expected
     blocked = expected[0].item
     assert blocked not in [r.item for r in rec.recommend([1, 2, 3], k=3, exclude=[float(blocked)])]  # was ignored
-    assert 2.5 not in rec.vocab and "1.0" not in rec.vocab  # only whole floats, and not their text
+    # only whole floats, and their text as the CSV readers write it (session 54: "1.0" is item 1)
+    assert 2.5 not in rec.vocab and "1.5" not in rec.vocab and "01.0" not in rec.vocab
+    assert rec.recommend(["1.0", "2.00", 3.0], k=3) == expected
     # several histories where one is expected: the shape is named, not "unknown item id(s)"
     for nested, message in (([[1, 2]], r"^history\[0\] is a list, not an item id"),
                             (np.array([[1, 2], [3, 4]]), r"^history is a list of item ids, oldest first; got a 2-d array"),
