@@ -2,6 +2,7 @@
 training, and the options of evaluate and resume (tiny runs, a few seconds each)."""
 
 import io
+import re
 import shutil
 import subprocess
 
@@ -13,7 +14,7 @@ from rich.console import Console
 
 import awrsr
 from awrsr.data import DataConfig
-from awrsr.errors import ArtifactError, AwrsrError, ConfigError, TrainingDiverged
+from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError, TrainingDiverged
 from awrsr.infer.artifact import REQUIRED_FILES
 from awrsr.train.module import SequentialRecommenderModule
 from awrsr.version import SOURCE_VERSION_VARIABLE, source_version
@@ -113,6 +114,23 @@ def test_evaluate_refuses_a_split_it_does_not_hold_and_two_sources_of_data(train
     frame = pl.DataFrame({"user_id": [1, 1, 1], "item_id": [1, 2, 3]})
     with pytest.raises(ConfigError, match="^give data_path or frame, not both$"):
         evaluate(trained_run.run_dir, data_path=str(tmp_path / "events.csv"), frame=frame, console=QUIET)
+
+
+def test_a_moved_data_file_in_another_format_is_named_as_such(trained_run, tmp_path):
+    # check_options_apply told to remove data.time_col or set data.format: options evaluate and
+    # plot take from the run, not from their caller
+    import yaml
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run.run_dir, run, ignore=shutil.ignore_patterns("checkpoints"))
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["data"].update(path="events.csv", time_col="ts")
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    moved = tmp_path / "events.txt"
+    moved.write_text("1 2 3\n")
+    with pytest.raises(DataError, match=rf"^{re.escape(str(moved))}: reads as whitespace, which has no place for the run's "
+                                        rf"data.time_col \({re.escape(str(run))}/config.yaml\); give --data_path"):
+        evaluate(run, data_path=str(moved), console=QUIET)
 
 
 def test_a_console_that_is_no_console_is_refused_before_any_work(trained_run, tmp_path):

@@ -28,6 +28,7 @@ from awrsr.data import (
     DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, data_config_from_dict, leave_one_out,
     load_sequence_data, print_stats,
 )
+from awrsr.data.readers import detect_format, ignored_options
 from awrsr.data.tabular import FRAME_SOURCE
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
@@ -490,6 +491,7 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         )
     if data_path is not None:
         data_config.path = data_path
+        _check_moved_file_format(artifact, data_config)
     if data_path is not None or frame is not None or data_config.path is None:
         dataset = load_sequence_data(data_config, frame=frame)
         _check_same_data(artifact, dataset)
@@ -519,6 +521,23 @@ def load_run_data(artifact: LoadedArtifact, data_path: str | None = None, frame:
         except (ArtifactError, DataError) as err:
             first_error = first_error or err
     raise first_error
+
+
+def _check_moved_file_format(artifact: LoadedArtifact, data: DataConfig) -> None:
+    """A DataError if the file given for a run's moved data reads in a format whose fields the
+    run's stored options do not fit: check_options_apply would tell to change options that
+    evaluate and plot take from the run, not from the command line."""
+    source = user_path(data.path)
+    try:
+        fmt = detect_format(source) if data.format == "auto" and source.is_file() else data.format
+    except OSError:
+        return  # the reader names what it cannot read
+    unread = ignored_options(data, fmt)
+    if unread:
+        raise DataError(
+            f"{data.path}: reads as {fmt}, which has no place for the run's {', '.join(unread)} "
+            f"({artifact.directory}/config.yaml); give --data_path (data_path) the file the run trained on, in its format"
+        )
 
 
 def _stored_data_candidates(artifact: LoadedArtifact, stored: str) -> list[str]:

@@ -129,14 +129,19 @@ COLUMN_OPTIONS = ("user_col", "item_col", "time_col", "separator", "has_header")
 IGNORED_OPTIONS = {"whitespace": COLUMN_OPTIONS, "movielens": COLUMN_OPTIONS, "parquet": ("separator", "has_header")}
 
 
+def ignored_options(config: DataConfig, fmt: str) -> list[str]:
+    """The options ``config`` sets (``data.time_col``, ...) that a file read as ``fmt`` ignores."""
+    default = DataConfig()
+    return [f"data.{name}" for name in IGNORED_OPTIONS.get(fmt, ()) if getattr(config, name) != getattr(default, name)]
+
+
 def check_options_apply(config: DataConfig, fmt: str, source: str | Path) -> None:
     """A ConfigError if ``config`` sets an option that a file read as ``fmt`` ignores
     (``IGNORED_OPTIONS``): column options for whitespace or movielens, text options for parquet.
 
     >>> check_options_apply(DataConfig(time_col="ts"), "csv", "events.csv")  # used: fine
     """
-    default = DataConfig()
-    ignored = [f"data.{name}" for name in IGNORED_OPTIONS.get(fmt, ()) if getattr(config, name) != getattr(default, name)]
+    ignored = ignored_options(config, fmt)
     if not ignored:
         return
     if fmt == "parquet":
