@@ -156,6 +156,20 @@ def trained_run(tmp_path_factory):
     return fit(**tiny_run_config(run_dir), console=Console(quiet=True))
 
 
+def copy_run_with_data(run_dir: Path, copy: Path, **data) -> Path:
+    """A copy of the run at ``run_dir`` (without checkpoints) whose config.yaml's data section has
+    the ``data`` options: a model as if trained from another file or format."""
+    import shutil
+
+    import yaml
+
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["data"].update(data)
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    return copy
+
+
 def run_cli(capsys, *argv):
     """Run ``awrsr argv``; return (exit code, stdout, stderr). No user error may show a traceback."""
     from awrsr.cli import main

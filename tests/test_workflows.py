@@ -9,7 +9,7 @@ import subprocess
 import polars as pl
 import pytest
 import torch
-from conftest import tiny_run_config
+from conftest import copy_run_with_data, tiny_run_config
 from rich.console import Console
 
 import awrsr
@@ -119,13 +119,7 @@ def test_evaluate_refuses_a_split_it_does_not_hold_and_two_sources_of_data(train
 def test_a_moved_data_file_in_another_format_is_named_as_such(trained_run, tmp_path):
     # check_options_apply told to remove data.time_col or set data.format: options evaluate and
     # plot take from the run, not from their caller
-    import yaml
-
-    run = tmp_path / "run"
-    shutil.copytree(trained_run.run_dir, run, ignore=shutil.ignore_patterns("checkpoints"))
-    config = yaml.safe_load((run / "config.yaml").read_text())
-    config["data"].update(path="events.csv", time_col="ts")
-    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    run = copy_run_with_data(trained_run.run_dir, tmp_path / "run", path="events.csv", time_col="ts")
     moved = tmp_path / "events.txt"
     moved.write_text("1 2 3\n")
     with pytest.raises(DataError, match=rf"^{re.escape(str(moved))}: reads as whitespace, which has no place for the run's "

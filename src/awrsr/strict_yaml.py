@@ -79,17 +79,12 @@ def check_unique_keys(text: str, source: str) -> None:
         raise ConfigError(f"{source}, {problem}; YAML would silently keep the last")
 
 
-def config_files(args: Sequence[str]) -> list[tuple[str, str]]:
+def config_files(args: Sequence[str], base: Path | None = None) -> list[tuple[str, str]]:
     """``(path as given, text)`` of each ``--config FILE`` (or ``--config=FILE``) among ``args``
-    that is a regular file; text that is not UTF-8 is a ConfigError naming the file. Anything else
-    (a pipe such as ``<(...)``, which can be read only once, or inline YAML) is left to the
-    wrapped loader, whose message names the line but not the file."""
-    return [(path, text) for _, path, text in _config_files_at(args)]
-
-
-def _config_files_at(args: Sequence[str], base: Path | None = None) -> list[tuple[int, str, str]]:
-    """``config_files`` with the index in ``args`` of the option that names each file; relative
-    paths are taken from ``base`` if given, else from the current directory."""
+    that is a regular file (a relative path taken from ``base`` if given, else from the current
+    directory); text that is not UTF-8 is a ConfigError naming the file. Anything else (a pipe
+    such as ``<(...)``, which can be read only once, or inline YAML) is left to the wrapped
+    loader, whose message names the line but not the file."""
     found = []
     for i, arg in enumerate(args):
         path = args[i + 1] if arg == "--config" and i + 1 < len(args) else arg[9:] if arg.startswith("--config=") else None
@@ -98,7 +93,7 @@ def _config_files_at(args: Sequence[str], base: Path | None = None) -> list[tupl
         try:
             file = user_path(path) if base is None else base / user_path(path)
             if file.is_file():
-                found.append((i, path, read_text(file)))
+                found.append((path, read_text(file)))
         except OSError:
             continue  # the parser names what it cannot read
     return found
@@ -110,7 +105,7 @@ def where_set(args: Sequence[str], key: str, value: str, base: Path | None = Non
     if none does. jsonargparse checks each config file as it reads it, and names a value of the
     wrong type by its key alone, as if it had been typed."""
     found = None
-    for _, path, text in _config_files_at(args, base):
+    for path, text in config_files(args, base):
         line = _key_line(text, key.split("."), value)
         found = f"{path}, line {line}" if line is not None else found
     return found

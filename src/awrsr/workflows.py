@@ -28,7 +28,7 @@ from awrsr.data import (
     DataConfig, Fingerprint, LeaveOneOutSplit, SequenceData, data_config_from_dict, leave_one_out,
     load_sequence_data, print_stats,
 )
-from awrsr.data.readers import detect_format, ignored_options
+from awrsr.data.readers import FRAME, format_read_as, ignored_options
 from awrsr.data.tabular import FRAME_SOURCE
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
 from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
@@ -157,8 +157,7 @@ def fit(
         raise ConfigError("fit: give resume (continue the run in output_dir) or overwrite (start it afresh), not both")
     if frame is not None and data.path is not None:  # the run's record would name a file it never read
         raise ConfigError(f"fit: give data.path ({data.path}) or a frame, not both")
-    unread = [f"data.{name}" for name, unset in (("format", "auto"), ("separator", None), ("has_header", True))
-              if getattr(data, name) != unset]
+    unread = ignored_options(data, FRAME)
     if frame is not None and unread:  # recorded in config.yaml, they would read a file given later to evaluate it
         raise ConfigError(f"fit: {', '.join(unread)} set, but a frame has no file format, separator or header line: remove them")
     run_dir = output_directory(output_dir, needs="a run needs a directory")
@@ -527,11 +526,7 @@ def _check_moved_file_format(artifact: LoadedArtifact, data: DataConfig) -> None
     """A DataError if the file given for a run's moved data reads in a format whose fields the
     run's stored options do not fit: check_options_apply would tell to change options that
     evaluate and plot take from the run, not from the command line."""
-    source = user_path(data.path)
-    try:
-        fmt = detect_format(source) if data.format == "auto" and source.is_file() else data.format
-    except OSError:
-        return  # the reader names what it cannot read
+    fmt = format_read_as(data.path, data.format)
     unread = ignored_options(data, fmt)
     if unread:
         raise DataError(

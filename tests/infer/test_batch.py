@@ -13,7 +13,7 @@ from awrsr.data import DataConfig, Vocabulary
 from awrsr.errors import ConfigError, DataError
 from awrsr.infer import Recommender, recommend_log, write_recommendations
 from awrsr.infer.batch import log_data_config, read_user_histories
-from conftest import run_cli
+from conftest import copy_run_with_data, run_cli
 
 # Three users; rows deliberately out of time order, and user "u2" interleaved with "u1".
 LOG = pl.DataFrame({
@@ -291,12 +291,7 @@ def test_a_log_without_a_format_suffix_is_read_as_the_training_file_was(tmp_path
 
 @pytest.fixture()
 def artifact_trained_on_whitespace_with_times(trained_run, tmp_path):
-    copy = tmp_path / "artifact"
-    shutil.copytree(trained_run.run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
-    config = yaml.safe_load((copy / "config.yaml").read_text())
-    config["data"].update(format="whitespace", time_col="ts")
-    (copy / "config.yaml").write_text(yaml.safe_dump(config))
-    return copy
+    return copy_run_with_data(trained_run.run_dir, tmp_path / "artifact", format="whitespace", time_col="ts")
 
 
 def test_cli_reads_a_csv_log_for_a_model_trained_on_another_format(artifact_trained_on_whitespace_with_times, tmp_path, capsys):

@@ -29,7 +29,7 @@ def detect_format(path: Path) -> str:
     by_suffix = FORMAT_BY_SUFFIX.get(path.suffix.lower())
     if by_suffix:
         return by_suffix
-    if is_parquet(path):
+    if _is_parquet(path):
         return "parquet"
     with path.open("rb") as handle:
         for line in handle:  # only reads up to the first non-blank line
@@ -71,8 +71,7 @@ def _json_kind(path: Path) -> str | None:
     return "a JSON array" if head.startswith(b"[") and head[1:].lstrip()[:1] in (b"{", b"[", b'"', b"]") else None
 
 
-def is_parquet(path: Path) -> bool:
-    """Whether the file begins as Parquet files do (whatever its name)."""
+def _is_parquet(path: Path) -> bool:
     return starts_with(path, b"PAR1")
 
 
@@ -112,7 +111,7 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
             f"e.g. polars.{reader}(path).write_parquet('events.parquet')"
         )
     fmt = detect_format(path) if config.format == "auto" else config.format
-    if fmt != "parquet" and is_parquet(path):  # else read as text, it fails on "invalid UTF-8"
+    if fmt != "parquet" and _is_parquet(path):  # else read as text, it fails on "invalid UTF-8"
         how = f"data.format {config.format}" if config.format != "auto" else f"its name ({path.suffix}) says {fmt}"
         raise DataError(f"{source}: is a Parquet file, but {how}; set data.format parquet (or name it .parquet)")
     check_options_apply(config, fmt, source)
@@ -123,10 +122,31 @@ def read_interactions(source: str | Path | Any, config: DataConfig) -> pl.DataFr
     return read_table_file(path, fmt, config)
 
 
-# Options for files with named columns; whitespace and movielens files have fixed fields, and a
-# parquet file has typed columns and no text to split.
+# Options for files with named columns; whitespace and movielens files have fixed fields, a
+# parquet file has typed columns and no text to split, and a data frame (FRAME) has no file.
 COLUMN_OPTIONS = ("user_col", "item_col", "time_col", "separator", "has_header")
-IGNORED_OPTIONS = {"whitespace": COLUMN_OPTIONS, "movielens": COLUMN_OPTIONS, "parquet": ("separator", "has_header")}
+FRAME = "frame"
+IGNORED_OPTIONS = {
+    "whitespace": COLUMN_OPTIONS, "movielens": COLUMN_OPTIONS, "parquet": ("separator", "has_header"),
+    FRAME: ("format", "separator", "has_header"),
+}
+
+
+def format_read_as(path: str | Path, fmt: str = "auto") -> str:
+    """The format a file given with ``data.format`` ``fmt`` is read in: ``fmt`` unless it is
+    auto, else what ``detect_format`` finds; "auto" while that cannot be told (no such file, or
+    not readable, and no suffix that names a format).
+
+    >>> format_read_as("events.csv"), format_read_as("events.txt", "whitespace"), format_read_as("not-there")
+    ('csv', 'whitespace', 'auto')
+    """
+    if fmt != "auto":
+        return fmt
+    source = user_path(path)
+    try:
+        return detect_format(source) if source.is_file() or source.suffix.lower() in FORMAT_BY_SUFFIX else "auto"
+    except OSError:
+        return "auto"  # the reader names what it cannot read
 
 
 def ignored_options(config: DataConfig, fmt: str) -> list[str]:

@@ -24,7 +24,7 @@ import polars as pl
 from awrsr.config_types import check_flag
 from awrsr.data import DataConfig, Sequences, Vocabulary, read_interactions
 from awrsr.data.preprocess import drop_duplicates, sort_chronologically
-from awrsr.data.readers import FORMAT_BY_SUFFIX, IGNORED_OPTIONS, detect_format, is_parquet
+from awrsr.data.readers import FORMAT_BY_SUFFIX, IGNORED_OPTIONS, format_read_as
 from awrsr.data.vocab import WHOLE_FLOAT_TEXT
 from awrsr.errors import ConfigError, DataError
 from awrsr.files import user_path, write_atomic
@@ -144,11 +144,11 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
     if overrides.get("format") is None:
         if Path(path).suffix.lower() in FORMAT_BY_SUFFIX:
             values["format"] = "auto"
-        elif values.get("format", "auto") == "auto" and isinstance((stored or {}).get("path"), str) and not _parquet_file(path):
+        elif values.get("format", "auto") == "auto" and isinstance((stored or {}).get("path"), str) and format_read_as(path) != "parquet":
             values["format"] = FORMAT_BY_SUFFIX.get(Path(stored["path"]).suffix.lower(), "auto")
     # the model's own options that the log's format does not read (a CSV's columns for a
     # whitespace log, its separator for a parquet one) do not apply to it
-    unread = _options_not_read(overrides.get("format") or values.get("format", "auto"), path)
+    unread = IGNORED_OPTIONS.get(format_read_as(path, overrides.get("format") or values.get("format", "auto")), ())
     values = {key: value for key, value in values.items() if key not in unread}
     values.update({key: value for key, value in overrides.items() if value is not None})
     for key in ("time_col", "separator"):
@@ -158,20 +158,6 @@ def log_data_config(stored: dict[str, Any] | None, path: str, **overrides: Any) 
         return DataConfig(**{**values, "path": path})
     except TypeError as err:  # a stored config from another version of awrsr
         raise ConfigError(f"the model's stored data settings: {err}") from None
-
-
-def _parquet_file(path: str) -> bool:
-    """Whether ``path`` is a Parquet file by its content (auto reads one of any name as Parquet)."""
-    source = user_path(path)
-    return source.is_file() and is_parquet(source)
-
-
-def _options_not_read(fmt: str, path: str) -> tuple[str, ...]:
-    """The reading options a file read as ``fmt`` (``auto``: as detected) ignores."""
-    if fmt == "auto":
-        source = user_path(path)
-        fmt = detect_format(source) if source.is_file() or source.suffix.lower() in FORMAT_BY_SUFFIX else "auto"
-    return IGNORED_OPTIONS.get(fmt, ())
 
 
 # The reading options' names in ``awrsr recommend``, for errors raised while reading a log
