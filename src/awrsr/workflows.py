@@ -37,7 +37,7 @@ from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
     save_artifact, write_metrics,
 )
-from awrsr.models import ModelConfig, PopularityModel, build_model
+from awrsr.models import ModelConfig, PopularityModel, build_model, check_parts_fit
 from awrsr.plugins import plugin_parts
 from awrsr.run_directory import (  # noqa: F401  (RUN_LOCK_FILE: where awrsr.workflows always had it)
     RUN_LOCK_FILE, TEST_RANKS_FILE, check_data_outside_run, discard_unwritten_run, first_missing_folder,
@@ -297,14 +297,6 @@ def _fit(
     epochs = outcome.epochs_trained
     console.print(f"saved to {escape(str(run_dir))}  ({epochs} epoch{'s' * (epochs != 1)}, {outcome.train_seconds:.1f} s)")
     return FitResult(run_dir, metrics)
-
-
-def check_parts_fit(model: ModelConfig, train: TrainConfig) -> None:
-    """A ConfigError if the model's parts, or the model and the loss, do not fit together, found
-    by building the model over a one-item catalogue (the shapes that depend on the data aside)."""
-    probe = build_model(model, num_items=1)
-    if train.loss == "stosa" and not hasattr(probe, "item_vectors"):
-        raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
 
 
 def _note_machine_changes(started_with: dict[str, Any], train: TrainConfig, console: Console) -> None:
@@ -599,9 +591,9 @@ def _check_fingerprint(stored: dict[str, Any] | None, dataset: SequenceData, dir
     if not stored:
         return
     try:
-        expected = Fingerprint.from_dict({k: stored[k] for k in ("users", "items", "interactions", "sha256")})
-    except (KeyError, TypeError) as err:
-        raise ArtifactError(f"{directory}: incomplete stored dataset fingerprint ({err})") from None
+        expected = Fingerprint.from_dict(stored)
+    except DataError as err:  # the run's record is at fault, not the data
+        raise ArtifactError(f"{directory}: its stored dataset fingerprint is damaged ({err})") from None
     if expected != dataset.fingerprint:
         raise ArtifactError(
             f"{directory}: the data ({dataset.stats.source}) is not the dataset this model was trained on "

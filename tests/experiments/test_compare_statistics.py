@@ -120,7 +120,7 @@ def test_by_length_pairs_buckets_by_seed(monkeypatch):
     """Two test users, history lengths 3 and 8 (buckets 1-5 and >5 with edges [5]); HR@1 per user
     from scripted ranks. The base has seeds 1-3, the variant seeds 2-3."""
     ranks = {("none", 1): [2, 2], ("none", 2): [2, 1], ("none", 3): [1, 1], ("add", 2): [1, 1], ("add", 3): [1, 1]}
-    monkeypatch.setattr(by_length, "held_out_history_lengths", lambda run_dir, cache=None: ("fp", np.array([3, 8])))
+    monkeypatch.setattr(by_length, "held_out_history_lengths", lambda run_dir, cache=None, data=None: ("fp", np.array([3, 8])))
     monkeypatch.setattr(by_length, "held_out_ranks",
                         lambda run_dir, recompute=True: np.array(ranks[Path(run_dir).parent.name, int(Path(run_dir).name[5:])]))
     records = [{"variant": v, "seed": s, "run_dir": f"/x/{v}/seed-{s}"} for v, s in ranks]
@@ -280,7 +280,7 @@ def scripted_length_runs(monkeypatch, ranks, lengths, fingerprints=None, devices
     def variant_seed(run_dir):
         return Path(run_dir).parent.name, int(Path(run_dir).name[5:])
 
-    monkeypatch.setattr(by_length, "held_out_history_lengths", lambda run_dir, cache=None: (
+    monkeypatch.setattr(by_length, "held_out_history_lengths", lambda run_dir, cache=None, data=None: (
         fingerprints.get(variant_seed(run_dir)[0], "fp"), np.array(lengths.get(variant_seed(run_dir)[0], lengths["*"]))))
     monkeypatch.setattr(by_length, "held_out_ranks", lambda run_dir, recompute=True: (  # None: no stored ranks
         None if ranks[variant_seed(run_dir)] is None else np.array(ranks[variant_seed(run_dir)])))

@@ -550,6 +550,32 @@ def test_compare_tabulates_by_history_length(base_config, tmp_path):
     assert "ndcg_by_length.png" in {f.name for f in draw_figures(tmp_path, tmp_path / "after")}
 
 
+def test_the_table_by_length_reads_the_data_where_the_comparison_finds_it_now(tmp_path, monkeypatch):
+    """A comparison tabulated again after its data file moved (``--set data.path=NEW``), or from
+    another directory than the one its relative data.path was given in, reuses its runs and keeps
+    its table by history length: that table reads the data as the comparison does, then where
+    the runs recorded it, and never removes itself for a file the main table found."""
+    rng = np.random.default_rng(0)
+    rows = [f"{user},{item}" for user in range(60) for item in rng.integers(0, 15, 8)]
+    (tmp_path / "data.csv").write_text("user,item\n" + "\n".join(rows) + "\n")
+    base = tmp_path / "base.yaml"
+    base.write_text("data: {path: data.csv, user_col: user, item_col: item}\ntrain: {monitor: ndcg@5}\n")
+    monkeypatch.chdir(tmp_path)
+    extra = parse_sets(["model.max_len=10", "model.hidden_size=8", "model.num_blocks=1", "train.max_epochs=1"])
+    run_compare(str(base), ["add"], [1], tmp_path / "c", extra=extra, console=QUIET)
+    made = (tmp_path / "c" / "by_length.csv").read_text()
+    (tmp_path / "moved").mkdir()
+    (tmp_path / "data.csv").rename(tmp_path / "moved" / "data.csv")
+    run_compare(str(base), ["add"], [1], tmp_path / "c", extra={**extra, "data.path": "moved/data.csv"},
+                console=QUIET, report_only=True)
+    assert (tmp_path / "c" / "by_length.csv").read_text() == made
+    (tmp_path / "moved" / "data.csv").rename(tmp_path / "data.csv")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # data.csv is not here: the runs recorded where it was
+    run_compare(str(base), ["add"], [1], tmp_path / "c", extra=extra, console=QUIET, report_only=True)
+    assert (tmp_path / "c" / "by_length.csv").read_text() == made
+
+
 def test_by_length_pairs_only_runs_on_the_same_data_and_seeds(base_config, tmp_path):
     extra = parse_sets(TINY)
     variants = {"base": {}, "fewer": {"data.synthetic.num_users": 60}}
@@ -1073,6 +1099,22 @@ def test_compare_finds_a_variants_missing_data_file_before_any_run_trains(base_c
     with pytest.raises(DataError, match=r"variant 'none': data file not found: missing.csv \(relative to the current directory .+; give it with --set \[data.path=FILE\]\)$"):
         run_compare(base_config, ["simp"], [1], tmp_path / "c", extra={**parse_sets(TINY), "data.path": "missing.csv"}, console=QUIET)
     assert not (tmp_path / "c" / "none").exists()  # the base did not train first
+
+
+def test_compare_finds_a_variants_loss_that_does_not_fit_its_model_before_any_run_trains(base_config, tmp_path):
+    """The loss is a part too: STOSA's ranks by distance, which SASRec has not. A variant asking
+    for it failed only after the base's runs had trained (fit's own check, run per run)."""
+    with pytest.raises(ConfigError, match=r"^variant 'stosa': train.loss 'stosa' ranks by Wasserstein distance; "
+                                          r"model.name 'sasrec' is not stochastic \(use stosa\)$"):
+        run_compare(base_config, ["stosa"], [1], tmp_path / "c", key="train.loss", base="ce",
+                    extra=parse_sets(TINY), console=QUIET)
+    assert not (tmp_path / "c" / "ce").exists()  # the base did not train first
+    from awrsr.run_config import load_fit_config
+    from awrsr.workflows import fit
+
+    args = load_fit_config(["--config", base_config, "--train.loss", "stosa", "--data.path", str(tmp_path / "none.csv")])
+    with pytest.raises(ConfigError, match=r"^train.loss 'stosa' ranks by Wasserstein distance"):  # before the data is read
+        fit(args["data"], args["model"], args["train"], args["evaluation"], tmp_path / "run", console=QUIET)
 
 
 def test_tune_and_compare_never_share_a_directory(base_config, tmp_path):

@@ -13,17 +13,20 @@ import math
 import numbers
 from collections.abc import Iterable
 from pathlib import Path
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import yaml
 
 from awrsr.config_types import is_whole_number
 from awrsr.errors import ArtifactError
-from awrsr.experiments.runs import describe_runs, pairs_across_machines
+from awrsr.experiments.runs import data_config_key, describe_runs, pairs_across_machines
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
 from awrsr.files import csv_text, write_text_atomic
+
+if TYPE_CHECKING:
+    from awrsr.data import DataConfig
 
 DEFAULT_EDGES = (5, 10, 20, 50, 100, 200)  # bucket upper bounds; the last bucket is "> 200"
 LENGTH_METRIC = "ndcg@10"
@@ -82,23 +85,33 @@ def bucket_means(values: np.ndarray, buckets: np.ndarray, num_buckets: int) -> n
     return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
-def held_out_history_lengths(run_dir: Path, cache: dict[str, tuple[str, np.ndarray]] | None = None) -> tuple[str, np.ndarray]:
+def held_out_history_lengths(
+    run_dir: Path, cache: dict[str, tuple[str, np.ndarray]] | None = None, data: DataConfig | None = None,
+) -> tuple[str, np.ndarray]:
     """(dataset fingerprint, history length of each test user) of a finished run, users in the
     order of its test ranks.
 
-    The dataset is read again from the run's config.yaml and must have the fingerprint stored in
-    its metrics.json; ``cache`` (by data config) reads each dataset once for many runs."""
+    The dataset is ``data`` (a comparison's data config as given now: the file may have moved
+    since the run trained), else the one in the run's config.yaml; where its file is not there
+    (a relative path, read from another directory), the file the run recorded at training. It
+    must have the fingerprint stored in metrics.json; ``cache`` (by data config) reads each
+    dataset once for many runs."""
     from awrsr.data import data_config_from_dict, leave_one_out, load_sequence_data
-    from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
+    from awrsr.files import user_path
+    from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, recorded_data_file
 
     try:
         metrics = json.loads((run_dir / METRICS_FILE).read_text())
-        config = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) or {}
-        data = config.get("data") or {}
-        key = json.dumps(data, sort_keys=True, default=str)
+        if data is None:
+            config = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) or {}
+            data = data_config_from_dict(config.get("data") or {})
+        recorded = recorded_data_file(metrics if isinstance(metrics, dict) else None)
+        if data.path is not None and not user_path(data.path).exists() and recorded is not None and recorded.is_file():
+            data = replace(data, path=str(recorded))
+        key = data_config_key(data)
         cache = {} if cache is None else cache
         if key not in cache:
-            dataset = load_sequence_data(data_config_from_dict(data))
+            dataset = load_sequence_data(data)
             cache[key] = (dataset.fingerprint.sha256, leave_one_out(dataset).test.history.lengths)
         fingerprint, lengths = cache[key]
     except (OSError, json.JSONDecodeError, yaml.YAMLError, TypeError, ValueError, AttributeError) as err:
@@ -146,13 +159,14 @@ def length_table(
     and std over seeds of the bucket's ``metric`` and, against the variant's reference (when both
     ran on the same data), the improvement in % and the paired p-value over the shared seeds,
     like the main table. Runs without stored test ranks are left out unless ``recompute_ranks``
-    (which runs the saved model on the data again)."""
+    (which runs the saved model on the data again). A record's ``data``, if any, is the data config
+    to read its users from (``held_out_history_lengths``)."""
     labels, cache, left_out = bucket_labels(edges), {}, []
     means: dict[str, dict[int, list[float]]] = {}
     rows: dict[str, LengthRow] = {}
     for r in records:
         run_dir = Path(r["run_dir"])
-        fingerprint, lengths = held_out_history_lengths(run_dir, cache)
+        fingerprint, lengths = held_out_history_lengths(run_dir, cache, r.get("data"))
         ranks = held_out_ranks(run_dir, recompute=recompute_ranks)
         if ranks is None:
             left_out.append((r["variant"], r["seed"], "no stored test ranks"))

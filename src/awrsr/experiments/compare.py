@@ -157,12 +157,12 @@ def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
 def check_variant(config: str, options: dict[str, Any], name: str) -> dict[str, Any]:
     """A clear error now, not hours into a comparison, for a variant whose parts do not fit; its
     resolved fit arguments otherwise."""
-    from awrsr.models import build_model
+    from awrsr.models import check_parts_fit
     from awrsr.run_config import load_fit_config
 
     try:
         resolved = load_fit_config(["--config", config, *option_args(options)])
-        build_model(resolved["model"], num_items=8)
+        check_parts_fit(resolved["model"], resolved["train"])
     except ConfigError as err:
         raise ConfigError(f"variant {name!r}: {err}") from None
     needed = sorted({int(m.split("@")[1]) for m in TABLE_METRICS} - set(resolved["evaluation"].ks))
@@ -286,7 +286,8 @@ def run_compare(
                 else:
                     console.print("[dim]another process is training it; coming back to it last[/dim]")
     records = [
-        {"variant": name, "seed": seed, "run_dir": str(output_dir / name / f"seed-{seed}"), "metrics": results[name, seed]}
+        {"variant": name, "seed": seed, "run_dir": str(output_dir / name / f"seed-{seed}"), "metrics": results[name, seed],
+         "data": resolved[name]["data"]}  # as given now: the by-length table reads it again
         for name, seed in runs if (name, seed) in results
     ]
     missing = [(name, seed, run_status(output_dir / name / f"seed-{seed}")) for name, seed in runs if (name, seed) not in results]

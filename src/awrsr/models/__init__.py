@@ -4,6 +4,6 @@ from awrsr.models import bert4rec, sasrec, stosa  # noqa: F401  (each registers 
 from awrsr.models.base import served_parameters
 from awrsr.models.config import ModelConfig
 from awrsr.models.popularity import PopularityModel
-from awrsr.models.registry import MODELS, build_model, compatible_combinations
+from awrsr.models.registry import MODELS, build_model, check_parts_fit, compatible_combinations
 
-__all__ = ["MODELS", "ModelConfig", "PopularityModel", "build_model", "compatible_combinations", "served_parameters"]
+__all__ = ["MODELS", "ModelConfig", "PopularityModel", "build_model", "check_parts_fit", "compatible_combinations", "served_parameters"]

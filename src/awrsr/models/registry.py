@@ -11,6 +11,7 @@ from awrsr.registry import Registry
 
 if TYPE_CHECKING:
     from awrsr.models.config import ModelConfig
+    from awrsr.train.config import TrainConfig
 
 ModelBuilder = Callable[["ModelConfig", int], nn.Module]
 MODELS: Registry[ModelBuilder] = Registry("model")
@@ -21,6 +22,17 @@ def build_model(cfg: "ModelConfig", num_items: int) -> nn.Module:
     import awrsr.models  # noqa: F401  (registers the backbones)
 
     return MODELS.get(cfg.name)(cfg, num_items)
+
+
+def check_parts_fit(model: "ModelConfig", train: "TrainConfig") -> None:
+    """A ConfigError if the model's parts, or the model and the loss, do not fit together, found
+    by building the model over a one-item catalogue (the shapes that depend on the data aside).
+    ``fit`` checks this before reading data, ``compare`` for every variant before any trains."""
+    from awrsr.errors import ConfigError
+
+    probe = build_model(model, num_items=1)
+    if train.loss == "stosa" and not hasattr(probe, "item_vectors"):
+        raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
 
 
 def compatible_combinations(refine_input: str = "weights") -> list[tuple[str, str, str]]:
