@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 import shutil
 
 import numpy as np
@@ -219,6 +220,9 @@ def test_artifact_loading_errors(trained_run, tmp_path):
     (broken / "vocab.json").unlink()
     with pytest.raises(ArtifactError, match="missing vocab.json"):
         load_artifact(broken)
+    (broken / "vocab.json").write_text('{"ids": [1, 2')  # garbled: the run's error (it was the data's)
+    with pytest.raises(ArtifactError, match=r"broken/vocab.json: not a readable vocabulary JSON file"):
+        load_artifact(broken)
     # a run still training (or interrupted) has checkpoints and no model yet: said so
     unfinished = tmp_path / "unfinished"
     (unfinished / "checkpoints").mkdir(parents=True)
@@ -433,6 +437,22 @@ def test_code_version_names_the_commit_and_uncommitted_changes(tmp_path, monkeyp
     assert source_version(tmp_path) == f"{awrsr.__version__}+g{commit}"  # a checkout's own commit wins
     (tmp_path / "module.py").write_text("x = 2\n")  # code edited after the commit
     assert source_version(tmp_path) == f"{awrsr.__version__}+g{commit}.dirty"
+
+
+def test_a_damaged_stored_fingerprint_is_the_runs_error(trained_run, tmp_path):
+    """A fingerprint in metrics.json with a field of the wrong type or missing names the run: a
+    value that is no number escaped as the data's error, naming neither run nor file."""
+    for name, expected in (("typed", "malformed dataset fingerprint"), ("missing", "a dataset fingerprint needs the fields")):
+        copy = tmp_path / name
+        shutil.copytree(trained_run.run_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
+        record = json.loads((copy / "metrics.json").read_text())
+        if name == "typed":
+            record["dataset"]["users"] = "many"
+        else:
+            del record["dataset"]["sha256"]
+        (copy / "metrics.json").write_text(json.dumps(record))
+        with pytest.raises(ArtifactError, match=rf"^{re.escape(str(copy))}: its stored dataset fingerprint is damaged \({expected}"):
+            evaluate(copy, console=Console(quiet=True))
 
 
 def test_evaluate_says_when_ids_once_read_as_integers_are_now_text(tmp_path):

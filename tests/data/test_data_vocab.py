@@ -92,6 +92,23 @@ def test_corrupt_file_is_a_data_error_naming_it(tmp_path, content):
         Vocabulary.load(path)
 
 
+def test_a_save_that_fails_midway_leaves_the_old_vocabulary_whole(tmp_path, monkeypatch):
+    """vocab.json is written atomically, as the config and weights beside it are: a crash (a full
+    disk) while a run's vocabulary is saved again never leaves half a file."""
+    import awrsr.files
+
+    path = tmp_path / "vocab.json"
+    Vocabulary([1, 2]).save(path)
+
+    def crash(source, target):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(awrsr.files.os, "replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        Vocabulary([3, 4, 5]).save(path)
+    assert Vocabulary.load(path).ids == [1, 2] and [p.name for p in tmp_path.iterdir()] == ["vocab.json"]
+
+
 def test_missing_file_is_a_data_error(tmp_path):
     with pytest.raises(DataError, match="vocabulary file not found: .*gone.json"):
         Vocabulary.load(tmp_path / "gone.json")

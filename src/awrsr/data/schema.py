@@ -11,8 +11,6 @@ import polars as pl
 
 from awrsr.errors import DataError
 
-COLUMNS = ("user", "item", "timestamp", "row")
-
 
 def finish(frame: pl.DataFrame, source: str) -> pl.DataFrame:
     """Check a reader's ``user``/``item``/``timestamp`` frame is non-empty and add ``row``.

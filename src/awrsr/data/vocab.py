@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from awrsr.errors import DataError, UnknownItemError
-from awrsr.files import read_text
+from awrsr.files import read_text, write_text_atomic
 
 
 #: A whole number written with a decimal point, ``7.0`` or ``7.00`` (what pandas writes for an
@@ -124,8 +124,8 @@ class Vocabulary:
         return vocab
 
     def save(self, path: str | Path) -> None:
-        """Write the vocabulary as JSON."""
-        Path(path).write_text(json.dumps(self.to_dict()), encoding="utf-8")
+        """Write the vocabulary as JSON (atomically: a reader never sees half a file)."""
+        write_text_atomic(path, json.dumps(self.to_dict()))
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:

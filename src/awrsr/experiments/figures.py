@@ -35,7 +35,7 @@ from awrsr.infer.artifact import (  # noqa: E402
 )
 from awrsr.nn.attention.base import AttentionWeights  # noqa: E402
 from awrsr.experiments.runs import MACHINE_OPTIONS, RESOLVED_SECTIONS, read_run_config  # noqa: E402
-from awrsr.train.trainer import CHECKPOINT_DIR, RUN_RECORD, UNREADABLE_LOG, epoch_history, log_files, read_logs  # noqa: E402
+from awrsr.train.trainer import CHECKPOINT_DIR, HISTORY_FILE, RUN_RECORD, UNREADABLE_LOG, epoch_history, log_files, read_logs  # noqa: E402
 
 
 def _history(run_dir: Path) -> pl.DataFrame:
@@ -46,7 +46,7 @@ def _history(run_dir: Path) -> pl.DataFrame:
             return epoch_history(read_logs(run_dir)).with_columns(pl.exclude("epoch").cast(pl.Float64))
         except UNREADABLE_LOG as err:
             raise ArtifactError(f"{run_dir}: its epoch log cannot be read now ({str(err).splitlines()[0]}); try again") from None
-    path = run_dir / "history.csv"
+    path = run_dir / HISTORY_FILE
     if not path.is_file():
         raise ArtifactError(f"{run_dir}: no history.csv (not a finished awrsr run?)")
     return read_result_table(path, ["epoch"])

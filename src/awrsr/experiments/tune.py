@@ -36,7 +36,7 @@ from awrsr.experiments.runs import (
     progress_sentence, run_or_reuse, run_status, status_sentences,
 )
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
-from awrsr.infer.artifact import METRICS_FILE
+from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 from awrsr.run_config import check_fit_args, load_fit_config, part_specific_options, unread_options
 from awrsr.strict_yaml import check_unique_keys
 
@@ -297,7 +297,7 @@ def write_results(
     output_dir.mkdir(parents=True, exist_ok=True)
     # Atomic writes: processes sharing the search may finish (and write these) at the same time.
     write_text_atomic(output_dir / "trials.csv", csv_text([list(rows[0]), *[list(r.values()) for r in rows]]))
-    write_text_atomic(output_dir / "best.yaml", (output_dir / best["trial"] / "config.yaml").read_text())
+    write_text_atomic(output_dir / "best.yaml", (output_dir / best["trial"] / CONFIG_FILE).read_text())
     return best
 
 

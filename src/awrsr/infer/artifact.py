@@ -22,7 +22,7 @@ from torch import nn
 
 from awrsr.config_types import is_whole_number
 from awrsr.data import Vocabulary
-from awrsr.errors import ArtifactError, AwrsrError
+from awrsr.errors import ArtifactError, AwrsrError, DataError
 from awrsr.files import read_text, user_path, write_bytes_atomic, write_text_atomic
 from awrsr.models import ModelConfig, build_model
 
@@ -47,10 +47,11 @@ class LoadedArtifact:
 
 def save_artifact(
     directory: str | Path, *, config: dict[str, Any], vocab: Vocabulary, model: nn.Module,
-    metrics: dict[str, Any] | None = None, trained_on: dict[str, Any] | None = None,
+    trained_on: dict[str, Any] | None = None,
 ) -> Path:
     """Write the artifact files into ``directory`` (created if needed). ``trained_on``, the
-    training data's fingerprint (``Fingerprint.to_dict()``), is saved in the weights file."""
+    training data's fingerprint (``Fingerprint.to_dict()``), is saved in the weights file. A run's
+    metrics.json is written apart (``write_metrics``), last: it marks the run finished."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     write_text_atomic(directory / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
@@ -67,8 +68,6 @@ def save_artifact(
         metadata[DATASET_METADATA] = json.dumps(trained_on, sort_keys=True)
     # safetensors' save_file creates the file owner-only (0600); bytes through our writer get the umask's mode
     write_bytes_atomic(directory / WEIGHTS_FILE, sorted_header(save(state, metadata=metadata)))
-    if metrics is not None:
-        write_metrics(directory, metrics)
     return directory
 
 
@@ -218,7 +217,10 @@ def load_artifact(directory: str | Path, max_len: int | None = None) -> LoadedAr
             f"it cannot be loaded with max_len={max_len}"
         )
 
-    vocab = Vocabulary.load(directory / VOCAB_FILE)
+    try:
+        vocab = Vocabulary.load(directory / VOCAB_FILE)
+    except DataError as err:  # the run's file, not the user's data
+        raise ArtifactError(str(err)) from None
     try:
         model = build_model(model_config, len(vocab))
     except (AwrsrError, TypeError, ValueError) as err:

@@ -13,7 +13,7 @@ import torch
 
 # Set by Lightning's seed_everything and deterministic mode; read by later trainers and cuBLAS.
 ENVIRONMENT = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS", "CUBLAS_WORKSPACE_CONFIG")
-LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")  # quieted by quiet_lightning
+LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")  # quieted by trainer.quiet_lightning
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from awrsr.train.callbacks import (
     EpochLines, EpochProgressBar, EpochTimer, GradientNorm, InterruptNotice, RandomState, RelocatableModelCheckpoint, ResumableEarlyStopping,
 )
 from awrsr.train.config import TrainConfig
+from awrsr.train.process_state import LOGGERS
 from awrsr.train.module import SequentialRecommenderModule
 
 LOG_FILE = "metrics.csv"  # Lightning's CSVLogger: train and validation rows apart
@@ -47,12 +48,11 @@ class TrainingOutcome:
     device: torch.device  # where training ran; the final evaluation runs there too
     train_seconds: float
     epoch_seconds: list[float]
-    history_path: Path
 
 
 def quiet_lightning() -> None:
     """Silence Lightning's hardware banners and tips; our own tables say what matters."""
-    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+    for name in LOGGERS:  # the names kept_process_state restores
         logging.getLogger(name).setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
     warnings.filterwarnings("ignore", ".*LeafSpec.*")
@@ -183,6 +183,7 @@ def train_model(
     # Not trainer.current_epoch: a resumed run whose time budget was spent stops before Lightning
     # moves it past the checkpoint's last epoch, and it would count one epoch too few.
     epochs = trainer.fit_loop.epoch_progress.current.processed
+    write_epoch_history(run_dir / LOG_FILE, run_dir / HISTORY_FILE)
     return TrainingOutcome(
         best_epoch=int(best["epoch"]) + 1,
         best_value=float(checkpoint.best_model_score),
@@ -194,7 +195,6 @@ def train_model(
         train_seconds=timer.elapsed_seconds,
         epoch_seconds=timer.train_seconds,
         device=trainer.strategy.root_device,
-        history_path=write_epoch_history(run_dir / LOG_FILE, run_dir / HISTORY_FILE),
     )
 
 
@@ -348,7 +348,6 @@ def epoch_history(log: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def write_epoch_history(log_path: Path, history_path: Path) -> Path:
+def write_epoch_history(log_path: Path, history_path: Path) -> None:
     """Merge Lightning's CSV rows into one row per epoch (training loss, times, validation)."""
     epoch_history(pl.read_csv(log_path, glob=False)).write_csv(history_path)  # a run directory may be named runs/[v2]: no pattern
-    return history_path
