@@ -1531,7 +1531,7 @@ MUTANTS = [
            "held_out_history_lengths(run_dir, cache)",
            "tests/experiments/test_experiments.py::test_the_table_by_length_reads_the_data_where_the_comparison_finds_it_now",
            "the by-length table reads the data the comparison names now (--set data.path after a move)"),
-    Mutant("M584", "src/awrsr/experiments/by_length.py", "            data = replace(data, path=str(recorded))\n", "",
+    Mutant("M584", "src/awrsr/experiments/by_length.py", "            data = replace(data, path=str(recorded))\n", "            pass\n",
            "tests/experiments/test_experiments.py::test_the_table_by_length_reads_the_data_where_the_comparison_finds_it_now",
            "from another directory, the by-length table finds the data where the runs recorded it"),
     Mutant("M585", "src/awrsr/workflows.py", "    except DataError as err:  # the run's record is at fault, not the data\n",
