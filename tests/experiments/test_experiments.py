@@ -1105,7 +1105,8 @@ def test_compare_finds_a_variants_loss_that_does_not_fit_its_model_before_any_ru
     """The loss is a part too: STOSA's ranks by distance, which SASRec has not. A variant asking
     for it failed only after the base's runs had trained (fit's own check, run per run)."""
     with pytest.raises(ConfigError, match=r"^variant 'stosa': train.loss 'stosa' ranks by Wasserstein distance; "
-                                          r"model.name 'sasrec' is not stochastic \(use stosa\)$"):
+                                          r"model.name 'sasrec' is not stochastic \(use model.name: stosa with "
+                                          r"model.attention: wasserstein, or another train.loss: ce, bce or sampled_softmax\)$"):
         run_compare(base_config, ["stosa"], [1], tmp_path / "c", key="train.loss", base="ce",
                     extra=parse_sets(TINY), console=QUIET)
     assert not (tmp_path / "c" / "ce").exists()  # the base did not train first

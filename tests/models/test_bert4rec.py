@@ -1,5 +1,7 @@
 """BERT4Rec: Cloze masking, bidirectional attention, [mask]-appended inference."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 from rich.console import Console
@@ -83,10 +85,24 @@ def test_next_item_is_read_at_an_appended_mask():
         assert model.score_next(full).shape == (1, 10)  # [mask] is never a candidate
 
 
-def test_the_literal_value_refinement_is_allowed_only_where_attention_is_bidirectional():
+def test_the_literal_value_refinement_is_allowed_only_where_attention_is_bidirectional(monkeypatch):
     build_model(ModelConfig(name="bert4rec", refine="value", refine_value_form="literal", max_len=6), num_items=5)
-    with pytest.raises(ConfigError, match="causal"):
+    # the field at fault is the form, named with its value and both ways out
+    with pytest.raises(ConfigError, match=r"^model.refine_value_form 'literal' \(of model.refine 'value'\) lets a position see "
+                                          r"later items; backbone 'sasrec' is causal: use model.refine_value_form: causal, "
+                                          r"or a bidirectional backbone \(model.name: bert4rec\)$"):
         build_model(ModelConfig(name="sasrec", refine="value", refine_value_form="literal", max_len=6), num_items=5)
+    # another bidirectional refinement (a plugin's) is named itself: the value form is not its option
+    from awrsr.nn.refine import REFINEMENTS
+
+    def lookahead(cfg, block_index):
+        part = REFINEMENTS.get("value")(replace(cfg, refine_value_form="literal"), block_index)
+        return part
+
+    monkeypatch.setitem(REFINEMENTS._entries, "lookahead", lookahead)
+    with pytest.raises(ConfigError, match=r"^model.refine 'lookahead' lets a position see later items; backbone 'sasrec' "
+                                          r"is causal: use a bidirectional backbone \(model.name: bert4rec\)$"):
+        build_model(ModelConfig(name="sasrec", refine="lookahead", max_len=6), num_items=5)
 
 
 def test_bert4rec_with_refinement_fits_beats_popularity_and_recommends(tmp_path):

@@ -46,6 +46,9 @@ def test_a_models_label_names_its_parts():
 
     assert ModelConfig().label == "sasrec, dot attention, no refinement"
     assert ModelConfig(refine="value", refine_blocks=[1]).label == "sasrec, dot attention, refined by value in block(s) 1"
+    assert (ModelConfig(name="bert4rec", refine="value", refine_value_form="literal").label
+            == "bert4rec, dot attention, refined by value (literal)")  # the causal form's title was the same
+    assert ModelConfig(refine="simp", refine_value_form="literal").label.endswith("refined by simp")  # inert there
     assert ModelConfig(name="stosa", attention="wasserstein", refine="stoc").label == "stosa, wasserstein attention, refined by stoc"
     assert ModelConfig(attention="calibrated", ac_lite=True).label.endswith("calibrated attention (lite), no refinement")
 

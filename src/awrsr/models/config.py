@@ -152,5 +152,6 @@ class ModelConfig:
         else:
             blocks = "" if self.refine_blocks is None else f" in block(s) {', '.join(map(str, self.refine_blocks))}"
             on_logits = " on logits" if self.refine_input == "logits" else ""
-            refinement = f"refined by {self.refine}{on_logits}{blocks}"
+            form = " (literal)" if self.refine == "value" and self.refine_value_form == "literal" else ""
+            refinement = f"refined by {self.refine}{form}{on_logits}{blocks}"
         return f"{self.name}, {attention}, {refinement}"

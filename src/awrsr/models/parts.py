@@ -19,9 +19,13 @@ def build_attention(cfg: ModelConfig, block_index: int, *, causal: bool, stochas
     refinement = REFINEMENTS.get(cfg.refine if refined else "none")(cfg, block_index)
     refinement.acts_on = cfg.refine_input  # set here, for every refinement alike (plugins' too)
     if causal and refinement.needs_bidirectional:
+        # M_value's literal form is the one built in; a plugin's refinement may be bidirectional too
+        part = (f"model.refine_value_form {cfg.refine_value_form!r} (of model.refine 'value')" if cfg.refine == "value"
+                else f"model.refine {cfg.refine!r}")
+        mend = "model.refine_value_form: causal, or " if cfg.refine == "value" else ""
         raise ConfigError(
-            f"model.refine {cfg.refine!r} with this form lets a position see later items; "
-            f"backbone {cfg.name!r} is causal (use refine_value_form: causal)"
+            f"{part} lets a position see later items; backbone {cfg.name!r} is causal: "
+            f"use {mend}a bidirectional backbone (model.name: bert4rec)"
         )
     attention = ATTENTIONS.get(cfg.attention)(cfg, block_index, refinement)
     if getattr(attention, "needs_causal", False) and not causal:

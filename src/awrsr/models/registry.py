@@ -32,7 +32,10 @@ def check_parts_fit(model: "ModelConfig", train: "TrainConfig") -> None:
 
     probe = build_model(model, num_items=1)
     if train.loss == "stosa" and not hasattr(probe, "item_vectors"):
-        raise ConfigError(f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic (use stosa)")
+        raise ConfigError(
+            f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic "
+            "(use model.name: stosa with model.attention: wasserstein, or another train.loss: ce, bce or sampled_softmax)"
+        )
 
 
 def compatible_combinations(refine_input: str = "weights") -> list[tuple[str, str, str]]:
