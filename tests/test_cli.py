@@ -446,8 +446,9 @@ def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
         (["fit", "--train.precision", "16"], "--train.precision expects one of '32-true', 'bf16-mixed', got '16'"),
         (["frob"], "argument subcommand: invalid choice: 'frob'"),
         (["fit", "--config", str(broken)], f"{broken}, line 3, column 18: not valid YAML: mapping values are not allowed here"),
-        (["fit", "--config", str(unquoted)], "--model.refine expects a string (YAML reads an unquoted no, yes, off or on as "
-                                             "false or true: quote the value), got 'False'"),
+        # in a file, its line (the file says no, the parser read False)
+        (["fit", "--config", str(unquoted)], f"{unquoted}, line 2: model.refine expects a string (YAML reads an unquoted no, "
+                                             "yes, off or on as false or true: quote the value), got 'False'"),
     ):
         code, out, err = run_cli(capsys, *args)
         assert code == 2 and err.startswith(f"awrsr: error: {message}") and "usage:" not in err, (args, err)

@@ -126,7 +126,15 @@ def _key_line(text: str, path: list[str], value: str) -> int | None:
         if entry is None:
             return None
         line, node = entry[0].start_mark.line + 1, entry[1]
-    return line if isinstance(node, yaml.ScalarNode) and node.value == value else None
+    return line if isinstance(node, yaml.ScalarNode) and value in (node.value, _as_read(node.value)) else None
+
+
+def _as_read(written: str) -> str | None:
+    """A scalar as YAML reads it, printed: an unquoted ``no`` is ``False`` to the parser."""
+    try:
+        return str(yaml.safe_load(written))
+    except yaml.YAMLError:
+        return None
 
 
 def check_config_files(args: Sequence[str], fit: bool = False) -> None:
