@@ -86,7 +86,10 @@ def test_grid_and_trial_ids_are_stable():
     with pytest.raises(ConfigError, match=r"--set 'data.path=x.csv,train.patience=2' holds more than one option: give each "
                                           r"its own --set, or a list --set \[data.path=x.csv,train.patience=2\]"):
         parse_sets(["data.path=x.csv,train.patience=2"])
-    for item in ("[train.lr=1", "lr=1", "=1"):  # a broken list, an undotted or missing key
+    # a list of options one of whose values is a list: the command line leaves it one string
+    assert parse_sets(["[model.refine=simp,model.refine_blocks=[0, 1],evaluation.ks=[1,5]]", "train.lr=0.1"]) == {
+        "model.refine": "simp", "model.refine_blocks": "[0, 1]", "evaluation.ks": "[1,5]", "train.lr": "0.1"}
+    for item in ("[train.lr=1", "lr=1", "=1", "[lr=1,train.seed=2]"):  # a broken list, an undotted or missing key
         with pytest.raises(ConfigError, match=r"--set expects key=value with a dotted key \(e.g. train.max_epochs=5\), got"):
             parse_sets([item])
 

@@ -41,9 +41,13 @@ _ANOTHER_OPTION = re.compile(rf",\s*{_DOTTED_KEY}\s*=")  # "1,train.patience=2":
 
 
 def parse_sets(sets: Sequence[str] | None) -> dict[str, str]:
-    """``["train.max_epochs=5"]`` -> ``{"train.max_epochs": "5"}``."""
+    """``["train.max_epochs=5"]`` -> ``{"train.max_epochs": "5"}``.
+
+    >>> parse_sets(["[model.refine=simp,model.refine_blocks=[0,1]]"])
+    {'model.refine': 'simp', 'model.refine_blocks': '[0,1]'}
+    """
     out = {}
-    for item in sets or []:
+    for item in [option for given in sets or [] for option in _list_items(given)]:
         key, sep, value = item.partition("=")
         if not sep or not re.fullmatch(_DOTTED_KEY, key.strip()):
             raise ConfigError(f"--set expects key=value with a dotted key (e.g. train.max_epochs=5), got {item!r}")
@@ -52,6 +56,21 @@ def parse_sets(sets: Sequence[str] | None) -> dict[str, str]:
                               f"--set [{item}]")
         out[key.strip()] = value.strip()
     return out
+
+
+def _list_items(given: str) -> list[str]:
+    """The options of ``--set [k1=v1,k2=[0,1]]``, which the command line leaves one string when a
+    value holds brackets (a YAML list's items cannot): split at its top-level commas. Anything
+    else is one option."""
+    if not (given.startswith("[") and given.endswith("]")):
+        return [given]
+    items, depth, start = [], 0, 1
+    for i, char in enumerate(given[1:-1], start=1):
+        depth += (char in "[{") - (char in "]}")
+        if char == "," and depth == 0:
+            items.append(given[start:i])
+            start = i + 1
+    return [*items, given[start:-1]]
 
 
 RESOLVED_SECTIONS = ("data", "model", "train", "evaluation")
