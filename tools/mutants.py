@@ -1424,7 +1424,7 @@ MUTANTS = [
            'FORMAT_BY_SUFFIX.get(Path(stored["path"]).suffix, "auto")',
            "tests/infer/test_batch.py::test_a_log_without_a_format_suffix_is_read_as_the_training_file_was",
            "the training file's suffix names its format in any case (train.CSV)"),
-    Mutant("M548", "src/awrsr/strict_yaml.py", "return line if isinstance(node, yaml.ScalarNode) and node.value == value else None",
+    Mutant("M548", "src/awrsr/strict_yaml.py", "return line if isinstance(node, yaml.ScalarNode) and value in (node.value, _as_read(node.value)) else None",
            "return line", "tests/test_cli.py::test_a_value_of_the_wrong_type_in_a_config_file_names_the_file_and_line",
            "a wrong value typed on the command line is not blamed on a config file that sets the key to a good one"),
     Mutant("M549", "src/awrsr/run_config.py", 'getattr(self, "_given_args", ()), getattr(self, "_given_cwd", None))',
