@@ -924,6 +924,9 @@ def test_tune_skips_a_trial_that_diverges(base_config, tmp_path, monkeypatch):
                     console=Console(file=shown, width=300), report_only=True) == best
     assert {name: (tmp_path / name).read_text() for name in written} == written
     assert f"| trial-{trial_id({'train.lr': 0.01})} | 0.01 |" in shown.getvalue()  # the table, on a finished search too
+    # the end says what trials.csv leaves out, and where to read why
+    assert (f"1 of 2 trials ran; 1 skipped, not in trials.csv (values that cannot go together, or a training that "
+            f"diverged; each one's skipped.json says why): trial-{trial_id({'train.lr': 0.1})}\n") in shown.getvalue()
     # and a later tune does not train the diverged trial again (the same values diverge the same way)
     monkeypatch.setattr(SequentialRecommenderModule, "validation_step", lambda *args: pytest.fail("trained again"))
     shown = io.StringIO()

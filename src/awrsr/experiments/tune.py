@@ -285,6 +285,15 @@ def write_results(
     best = rows[0]
     console.print(f"best trial {best['trial']}: valid {best['monitor']} = {best['valid']:.4f} with "
                   + ", ".join(f"{k}={best[k]}" for k in space), markup=False)
+    ranked = {row["trial"] for row in rows}
+    skipped = [name for name in map(trial_name, trials) if name not in ranked]
+    if skipped:  # said at the end too: each skip's own line lies far up a long search's log
+        console.print(
+            f"{len(rows)} of {len(trials)} trials ran; {len(skipped)} skipped, not in trials.csv (values that cannot go "
+            f"together, or a training that diverged; each one's {SKIP_RECORD} says why): "
+            f"{', '.join(skipped[:3])}{', ...' if len(skipped) > 3 else ''}",
+            style="yellow", markup=False, highlight=False, soft_wrap=True,
+        )
     left_out = left_out_runs(output_dir / "trials.csv", ("trial",), {(row["trial"],) for row in rows})
     if left_out:  # a sample of the search (--max_trials) must not replace the whole search's choice
         console.print(
