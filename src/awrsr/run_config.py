@@ -21,7 +21,7 @@ import yaml
 from jsonargparse import ArgumentParser
 
 from awrsr.errors import ConfigError
-from awrsr.strict_yaml import check_config_files, install_strict_yaml_loader, where_set
+from awrsr.strict_yaml import FIT_KEYS, check_config_files, install_strict_yaml_loader, where_set
 
 # How jsonargparse and argparse name an option they do not know.
 _UNKNOWN_OPTION = re.compile(r"(?:Group '([^']+)' )?does not accept option '([^']+)'|unrecognized arguments: --?(\S+)")
@@ -140,7 +140,7 @@ def load_fit_config(args: Sequence[str]) -> dict[str, Any]:
     output_dir, resume, overwrite) from command-line style ``args`` such as ``["--config", "x.yaml", "--train.seed", "1"]``."""
     parser, namespace = _parse_fit_args(args)
     init = parser.instantiate_classes(namespace)
-    return {key: init[key] for key in ("data", "model", "train", "evaluation", "output_dir", "resume", "overwrite")}
+    return {key: init[key] for key in FIT_KEYS}
 
 
 def check_fit_args(args: Sequence[str], where: str) -> None:

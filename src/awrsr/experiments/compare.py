@@ -24,7 +24,7 @@ from awrsr.config_types import check_flag, checked_console, is_whole_number
 from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
-    DataFingerprints, check_collection_directory, check_earlier_runs, data_config_key, finished_run, describe_runs, option_args,
+    RESOLVED_SECTIONS, DataFingerprints, check_collection_directory, check_earlier_runs, data_config_key, finished_run, describe_runs, option_args,
     left_out_runs, pairs_across_machines, progress_sentence, run_device, run_or_reuse, run_status,
 )
 from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
@@ -181,7 +181,6 @@ def check_variants_differ(resolved: Mapping[str, Mapping[str, Any]], references:
     against its reference first."""
     from awrsr.run_config import changed_fields, inert_options
 
-    sections = ("data", "model", "train", "evaluation")
     names = list(resolved)
     pairs = [(name, reference) for name, reference in references.items() if name != reference]
     pairs += [
@@ -190,8 +189,8 @@ def check_variants_differ(resolved: Mapping[str, Mapping[str, Any]], references:
     ]
     for name, other in pairs:
         mine, theirs = resolved[name], resolved[other]
-        stored = {section: asdict(theirs[section]) for section in sections}
-        changed = [key for key in changed_fields(stored, {s: mine[s] for s in sections}) if key != "train.seed"]
+        stored = {section: asdict(theirs[section]) for section in RESOLVED_SECTIONS}
+        changed = [key for key in changed_fields(stored, {s: mine[s] for s in RESOLVED_SECTIONS}) if key != "train.seed"]
         inert = set(inert_options(mine["model"], mine["train"])) | set(inert_options(theirs["model"], theirs["train"]))
         if not changed:  # --base 0.10 with --variants [0.1], say
             raise ConfigError(f"variant {name!r} is the same configuration as {other!r}")

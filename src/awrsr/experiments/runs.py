@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError
 from awrsr.files import read_text, starts_with
-from awrsr.strict_yaml import check_unique_keys
+from awrsr.strict_yaml import FIT_SECTIONS, check_unique_keys
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, is_seed_run, runs_inside
 from awrsr.run_config import config_differences, load_fit_config
 from awrsr.train.config import TrainConfig
@@ -73,7 +73,7 @@ def _list_items(given: str) -> list[str]:
     return [*items, given[start:-1]]
 
 
-RESOLVED_SECTIONS = ("data", "model", "train", "evaluation")
+RESOLVED_SECTIONS = FIT_SECTIONS  # the sections of a fit config that hold a dataclass each
 # A finished run is reused whatever machine trained it (threads, accelerator, progress bar), and,
 # where its data is checked by fingerprint (``DataFingerprints``), wherever its data file lay.
 MACHINE_OPTIONS = {"train": {"num_threads", "accelerator", "progress_bar"}}
