@@ -126,13 +126,16 @@ def _key_line(text: str, path: list[str], value: str) -> int | None:
         if entry is None:
             return None
         line, node = entry[0].start_mark.line + 1, entry[1]
-    return line if isinstance(node, yaml.ScalarNode) and value in (node.value, _as_read(node.value)) else None
+    return line if isinstance(node, yaml.ScalarNode) and value in (node.value, _as_read(node)) else None
 
 
-def _as_read(written: str) -> str | None:
-    """A scalar as YAML reads it, printed: an unquoted ``no`` is ``False`` to the parser."""
+def _as_read(node: yaml.ScalarNode) -> str | None:
+    """A plain scalar as YAML reads it, printed: an unquoted ``no`` is ``False`` to the parser (a
+    quoted one stays text)."""
+    if node.style is not None:
+        return None
     try:
-        return str(yaml.safe_load(written))
+        return str(yaml.safe_load(node.value))
     except yaml.YAMLError:
         return None
 

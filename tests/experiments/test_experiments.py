@@ -89,6 +89,9 @@ def test_grid_and_trial_ids_are_stable():
     # a list of options one of whose values is a list: the command line leaves it one string
     assert parse_sets(["[model.refine=simp,model.refine_blocks=[0, 1],evaluation.ks=[1,5]]", "train.lr=0.1"]) == {
         "model.refine": "simp", "model.refine_blocks": "[0, 1]", "evaluation.ks": "[1,5]", "train.lr": "0.1"}
+    for item in ("[a.b=[0,c.d=1]", "[a.b=1]]", "[a.b=x]y,c.d=1]"):  # the hint would repeat them; one took "1]" as a value
+        with pytest.raises(ConfigError, match=rf"^--set '{re.escape(item)}': its brackets do not pair up$"):
+            parse_sets([item])
     for item in ("[train.lr=1", "lr=1", "=1", "[lr=1,train.seed=2]"):  # a broken list, an undotted or missing key
         with pytest.raises(ConfigError, match=r"--set expects key=value with a dotted key \(e.g. train.max_epochs=5\), got"):
             parse_sets([item])
@@ -925,8 +928,10 @@ def test_tune_skips_a_trial_that_diverges(base_config, tmp_path, monkeypatch):
     assert {name: (tmp_path / name).read_text() for name in written} == written
     assert f"| trial-{trial_id({'train.lr': 0.01})} | 0.01 |" in shown.getvalue()  # the table, on a finished search too
     # the end says what trials.csv leaves out, and where to read why
+    diverged = f"trial-{trial_id({'train.lr': 0.1})}"
     assert (f"1 of 2 trials ran; 1 skipped, not in trials.csv (values that cannot go together, or a training that "
-            f"diverged; each one's skipped.json says why): trial-{trial_id({'train.lr': 0.1})}\n") in shown.getvalue()
+            f"diverged, as said above): {diverged}\n") in shown.getvalue()
+    assert "Skipped: training diverged in epoch 1" in shown.getvalue().split("1 of 2 trials ran")[0]  # said above
     # and a later tune does not train the diverged trial again (the same values diverge the same way)
     monkeypatch.setattr(SequentialRecommenderModule, "validation_step", lambda *args: pytest.fail("trained again"))
     shown = io.StringIO()
@@ -1112,7 +1117,7 @@ def test_compare_finds_a_variants_loss_that_does_not_fit_its_model_before_any_ru
     for it failed only after the base's runs had trained (fit's own check, run per run)."""
     with pytest.raises(ConfigError, match=r"^variant 'stosa': train.loss 'stosa' ranks by Wasserstein distance; "
                                           r"model.name 'sasrec' is not stochastic \(use model.name: stosa with "
-                                          r"model.attention: wasserstein, or another train.loss: ce, bce or sampled_softmax\)$"):
+                                          r"model.attention: wasserstein, or another train.loss: bce, ce, sampled_softmax\)$"):
         run_compare(base_config, ["stosa"], [1], tmp_path / "c", key="train.loss", base="ce",
                     extra=parse_sets(TINY), console=QUIET)
     assert not (tmp_path / "c" / "ce").exists()  # the base did not train first

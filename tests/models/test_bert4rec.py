@@ -92,12 +92,15 @@ def test_the_literal_value_refinement_is_allowed_only_where_attention_is_bidirec
                                           r"later items; backbone 'sasrec' is causal: use model.refine_value_form: causal, "
                                           r"or a bidirectional backbone \(model.name: bert4rec\)$"):
         build_model(ModelConfig(name="sasrec", refine="value", refine_value_form="literal", max_len=6), num_items=5)
+    # BERT4Rec takes no Gaussian streams: STOSA is told the causal form alone
+    with pytest.raises(ConfigError, match=r"^model.refine_value_form 'literal' \(of model.refine 'value'\) lets a position see "
+                                          r"later items; backbone 'stosa' is causal: use model.refine_value_form: causal$"):
+        build_model(ModelConfig(name="stosa", attention="wasserstein", refine="value", refine_value_form="literal", max_len=6), 5)
     # another bidirectional refinement (a plugin's) is named itself: the value form is not its option
     from awrsr.nn.refine import REFINEMENTS
 
     def lookahead(cfg, block_index):
-        part = REFINEMENTS.get("value")(replace(cfg, refine_value_form="literal"), block_index)
-        return part
+        return REFINEMENTS.get("value")(replace(cfg, refine_value_form="literal"), block_index)
 
     monkeypatch.setitem(REFINEMENTS._entries, "lookahead", lookahead)
     with pytest.raises(ConfigError, match=r"^model.refine 'lookahead' lets a position see later items; backbone 'sasrec' "

@@ -67,9 +67,13 @@ def _list_items(given: str) -> list[str]:
     items, depth, start = [], 0, 1
     for i, char in enumerate(given[1:-1], start=1):
         depth += (char in "[{") - (char in "]}")
+        if depth < 0:
+            break
         if char == "," and depth == 0:
             items.append(given[start:i])
             start = i + 1
+    if depth:
+        raise ConfigError(f"--set {given!r}: its brackets do not pair up")
     return [*items, given[start:-1]]
 
 

@@ -290,7 +290,7 @@ def write_results(
     if skipped:  # said at the end too: each skip's own line lies far up a long search's log
         console.print(
             f"{len(rows)} of {len(trials)} trials ran; {len(skipped)} skipped, not in trials.csv (values that cannot go "
-            f"together, or a training that diverged; each one's {SKIP_RECORD} says why): "
+            f"together, or a training that diverged, as said above): "
             f"{', '.join(skipped[:3])}{', ...' if len(skipped) > 3 else ''}",
             style="yellow", markup=False, highlight=False, soft_wrap=True,
         )
@@ -354,6 +354,8 @@ def report_trials(
     rows = best_first(rows, trials)
     console.print(trials_table(rows, space), markup=False, highlight=False, soft_wrap=True)
     if not waiting:
+        if unfinished:  # skipped, each with why (a tune interrupted before a trial left no record of it)
+            console.print(describe_trials(unfinished), markup=False, highlight=False, soft_wrap=True)
         return write_results(rows, space, trials, output_dir, console)
     console.print(
         f"Partial: {len(rows)} of {len(trials)} trials finished; trials.csv and best.yaml are written when no "

@@ -22,10 +22,11 @@ def build_attention(cfg: ModelConfig, block_index: int, *, causal: bool, stochas
         # M_value's literal form is the one built in; a plugin's refinement may be bidirectional too
         part = (f"model.refine_value_form {cfg.refine_value_form!r} (of model.refine 'value')" if cfg.refine == "value"
                 else f"model.refine {cfg.refine!r}")
-        mend = "model.refine_value_form: causal, or " if cfg.refine == "value" else ""
+        # BERT4Rec is the bidirectional backbone built in; it takes no Gaussian streams
+        ways = ["model.refine_value_form: causal"] if cfg.refine == "value" else []
+        ways += [] if stochastic else ["a bidirectional backbone (model.name: bert4rec)"]
         raise ConfigError(
-            f"{part} lets a position see later items; backbone {cfg.name!r} is causal: "
-            f"use {mend}a bidirectional backbone (model.name: bert4rec)"
+            f"{part} lets a position see later items; backbone {cfg.name!r} is causal: use {', or '.join(ways) or 'another refinement'}"
         )
     attention = ATTENTIONS.get(cfg.attention)(cfg, block_index, refinement)
     if getattr(attention, "needs_causal", False) and not causal:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 from torch import nn
 
+from awrsr.errors import ConfigError
 from awrsr.registry import Registry
 
 if TYPE_CHECKING:
@@ -28,13 +29,14 @@ def check_parts_fit(model: "ModelConfig", train: "TrainConfig") -> None:
     """A ConfigError if the model's parts, or the model and the loss, do not fit together, found
     by building the model over a one-item catalogue (the shapes that depend on the data aside).
     ``fit`` checks this before reading data, ``compare`` for every variant before any trains."""
-    from awrsr.errors import ConfigError
-
     probe = build_model(model, num_items=1)
     if train.loss == "stosa" and not hasattr(probe, "item_vectors"):
+        from awrsr.nn.losses import LOSSES
+
+        others = ", ".join(name for name in LOSSES.names() if name != "stosa")
         raise ConfigError(
             f"train.loss 'stosa' ranks by Wasserstein distance; model.name {model.name!r} is not stochastic "
-            "(use model.name: stosa with model.attention: wasserstein, or another train.loss: ce, bce or sampled_softmax)"
+            f"(use model.name: stosa with model.attention: wasserstein, or another train.loss: {others})"
         )
 
 
