@@ -854,6 +854,8 @@ def test_a_finished_run_with_a_damaged_config_is_a_clear_error(base_config, tmp_
     ({**RECORD, "valid": {"hr@5": 0.1}}, "selection.monitor 'valid ndcg@5' is not among the valid scores"),
     ({**RECORD, "test": {"ndcg@5": "0.1"}}, "test.ndcg@5 is not a number"),
     ({**RECORD, "test": {}}, "no test scores"),
+    ({**RECORD, "dataset": "x"}, "its dataset is no mapping with a text sha256"),  # an AttributeError in the reuse check
+    ({**RECORD, "dataset": {"sha256": 7}}, "its dataset is no mapping with a text sha256"),
 ])
 def test_a_finished_runs_damaged_record_is_a_clear_error(tmp_path, record, problem):
     # the reports failed on it with a KeyError deep inside, or ({}) blamed the data

@@ -225,6 +225,9 @@ def record_problem(metrics: Any) -> str | None:
         for name, value in metrics[section].items():
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 return f"{section}.{name} is not a number"
+    dataset = metrics.get("dataset")  # none in records from before fingerprints; the reuse checks read its sha256
+    if dataset is not None and not (isinstance(dataset, dict) and isinstance(dataset.get("sha256", ""), str)):
+        return "its dataset is no mapping with a text sha256"
     return None
 
 
