@@ -31,7 +31,7 @@ from awrsr.data import (
 from awrsr.data.readers import FRAME, format_read_as, ignored_options
 from awrsr.data.tabular import FRAME_SOURCE
 from awrsr.errors import ArtifactError, AwrsrError, ConfigError, DataError
-from awrsr.eval import EvalConfig, FullRankingEvaluator, ranking_metrics
+from awrsr.eval import EvalConfig, FullRankingEvaluator, per_user_metric, ranking_metrics
 from awrsr.files import output_directory, read_text, relative_to_cwd, user_path
 from awrsr.infer.artifact import (
     CONFIG_FILE, METRICS_FILE, RECORDED_DATA_FILE, REQUIRED_FILES, LoadedArtifact, load_artifact, recorded_data_file,
@@ -397,7 +397,7 @@ def length_edges(edges: Sequence[int] | None) -> list[int]:
 
 def metrics_by_length(scored: "ScoredArtifact", edges: Sequence[int] | None = None) -> pl.DataFrame:
     """The rows of ``evaluate_by_length`` for ranks already computed."""
-    from awrsr.experiments.by_length import assign_buckets, bucket_labels, bucket_means, per_user_metric
+    from awrsr.experiments.by_length import assign_buckets, bucket_labels, bucket_means
 
     edges = length_edges(edges)
     labels = bucket_labels(edges)
@@ -405,8 +405,7 @@ def metrics_by_length(scored: "ScoredArtifact", edges: Sequence[int] | None = No
     counts = np.bincount(buckets, minlength=len(labels))
     names = metric_names(scored.evaluation.ks)
     # ranking_metrics per bucket: the same definitions, averaged over the bucket's users
-    ranks = scored.ranks.numpy()
-    per_user = {name: per_user_metric(ranks, name) for name in names}
+    per_user = {name: per_user_metric(scored.ranks, name).numpy() for name in names}
     present = np.flatnonzero(counts)
     columns = {"history length": [labels[b] for b in present], "users": counts[present].tolist()}
     for name in names:

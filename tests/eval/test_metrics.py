@@ -6,7 +6,7 @@ import torch
 
 from awrsr.data.sequences import EvalCases, Sequences
 from awrsr.errors import AwrsrError
-from awrsr.eval import FullRankingEvaluator, pessimistic_ranks, ranking_metrics
+from awrsr.eval import FullRankingEvaluator, per_user_metric, pessimistic_ranks, ranking_metrics
 from awrsr.eval.evaluator import EvalBatch, rank_batch
 
 
@@ -63,6 +63,28 @@ def test_metrics_by_hand():
     assert m["ndcg@5"] == pytest.approx((1 + 1 / math.log2(4)) / 3)
     assert m["ndcg@10"] == pytest.approx(0.5)  # (1 + 1/2 + 0) / 3: rank 12 is outside the top 10
     assert m["mrr"] == pytest.approx((1 + 1 / 3 + 1 / 12) / 3)
+
+
+def test_each_users_metric_from_the_rank_of_their_held_out_item():
+    ranks = np.array([1, 3, 20])
+    assert per_user_metric(ranks, "ndcg@5").tolist() == [1.0, 0.5, 0.0]  # 1/log2(3 + 1) = 1/2
+    assert per_user_metric(ranks, "hr@5").tolist() == [1.0, 1.0, 0.0]
+    assert per_user_metric(ranks, "mrr").tolist() == pytest.approx([1.0, 1 / 3, 1 / 20])
+    assert per_user_metric(torch.tensor([5, 6]), "ndcg@5").tolist() == pytest.approx([1 / math.log2(6), 0.0])
+
+
+@pytest.mark.parametrize("metric", ["recall@5", "ndcg", "ndcg@", "hr@k", "MRR"])
+def test_an_unknown_per_user_metric_is_named(metric):
+    with pytest.raises(ValueError, match=f"hr@k, ndcg@k or mrr, got '{metric}'"):
+        per_user_metric([1, 2], metric)
+
+
+def test_the_evaluators_seen_item_filter_cannot_be_changed_after_its_batches_are_built():
+    cases = EvalCases(users=np.arange(1), history=Sequences.from_lists([[1, 2]]), targets=np.array([3]))
+    evaluator = FullRankingEvaluator(cases, max_len=4, filter_seen=False)
+    assert evaluator.filter_seen is False
+    with pytest.raises(AttributeError):
+        evaluator.filter_seen = True  # it would say "filtered" and change nothing
 
 
 def test_nan_scores_are_an_error_not_a_good_rank():

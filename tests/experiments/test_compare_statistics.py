@@ -146,11 +146,15 @@ def test_an_improvement_over_a_reference_mean_of_zero_is_not_a_number(tmp_path):
     assert "| add | 0.0200 ± 0.0141 (n/a, p=0.295)" in md and "nan" not in md
 
 
-def test_each_users_metric_from_the_rank_of_their_held_out_item():
-    ranks = np.array([1, 3, 20])
-    assert by_length.per_user_metric(ranks, "ndcg@5").tolist() == [1.0, 0.5, 0.0]  # 1/log2(3 + 1) = 1/2
-    assert by_length.per_user_metric(ranks, "hr@5").tolist() == [1.0, 1.0, 0.0]
-    assert by_length.per_user_metric(ranks, "mrr").tolist() == pytest.approx([1.0, 1 / 3, 1 / 20])
+def test_a_cell_is_summed_up_over_all_its_seeds_and_paired_over_the_shared_ones():
+    from awrsr.experiments.stats import summary_against
+
+    # differences 0.1 and 0.2 on seeds 1, 2: t = 0.15 / (0.0707 / sqrt 2) = 3 on 1 degree of freedom
+    mean, std, gain, p = summary_against({1: 0.2, 2: 0.4, 3: 0.9}, {1: 0.1, 2: 0.2}, [1, 2])
+    assert (mean, std) == pytest.approx((0.5, math.sqrt(0.13)))  # seed 3 counts here
+    assert gain == pytest.approx(100.0)  # 0.3 against 0.15 on the shared seeds only
+    assert p == pytest.approx(0.2048, abs=1e-4)
+    assert all(math.isnan(x) for x in summary_against({1: 0.2}, {}, [])[2:])
 
 
 def test_the_paired_test_needs_one_value_per_seed_on_both_sides():

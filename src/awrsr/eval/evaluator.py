@@ -106,7 +106,7 @@ class FullRankingEvaluator:
         filter_seen: bool = True, batch_size: int = 256,
     ) -> None:
         self.ks = list(ks)
-        self.filter_seen = filter_seen
+        self._filter_seen = filter_seen
         self.num_cases = len(cases.targets)
         if not self.num_cases:  # the metrics would be means over nothing
             raise AwrsrError(
@@ -115,6 +115,11 @@ class FullRankingEvaluator:
             )
         self.batches = build_eval_batches(cases, max_len, batch_size, filter_seen)
         self._restore = torch.from_numpy(np.argsort(eval_order(cases)))  # batch order -> case order
+
+    @property
+    def filter_seen(self) -> bool:
+        """Whether seen items are scored -inf: read-only, as the batches were built with it."""
+        return self._filter_seen
 
     def __iter__(self) -> Iterator[EvalBatch]:
         return iter(self.batches)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
@@ -72,18 +74,28 @@ def uncount_excluded_(ranks: Tensor, rows: Tensor, excluded_scores: Tensor, row_
     ranks.index_add_(0, rows, beats.long(), alpha=-1)  # no boolean indexing: no host sync on a GPU
 
 
+def per_user_metric(ranks: Tensor | Sequence[float], metric: str) -> Tensor:
+    """Each user's hr@k, ndcg@k or mrr (float64) from the 1-based rank of their held-out item: the
+    one definition that every average, bucket and curve of these metrics is taken over.
+
+    >>> per_user_metric([1, 3, 20], "ndcg@5").tolist()
+    [1.0, 0.5, 0.0]
+    """
+    ranks = torch.as_tensor(ranks, dtype=torch.float64)
+    if metric == "mrr":
+        return 1.0 / ranks
+    name, _, k = metric.partition("@")
+    if name not in ("hr", "ndcg") or not k.isdigit():
+        raise ValueError(f"metric must be hr@k, ndcg@k or mrr, got {metric!r}")
+    hit = ranks <= int(k)
+    return hit.double() if name == "hr" else torch.where(hit, 1.0 / torch.log2(ranks + 1.0), 0.0)
+
+
 def ranking_metrics(ranks: Tensor, ks: list[int]) -> dict[str, float]:
     """HR@k (= Recall@k with one target), NDCG@k for each k, and MRR, averaged over users.
 
     >>> ranking_metrics(torch.tensor([1, 3]), [1, 5])["ndcg@5"]
     0.75
     """
-    ranks = ranks.double()
-    gains = 1.0 / torch.log2(ranks + 1.0)
-    metrics: dict[str, float] = {}
-    for k in ks:
-        hit = ranks <= k
-        metrics[f"hr@{k}"] = hit.double().mean().item()
-        metrics[f"ndcg@{k}"] = (gains * hit).mean().item()
-    metrics["mrr"] = (1.0 / ranks).mean().item()
-    return metrics
+    names = [f"{name}@{k}" for k in ks for name in ("hr", "ndcg")] + ["mrr"]
+    return {name: per_user_metric(ranks, name).mean().item() for name in names}

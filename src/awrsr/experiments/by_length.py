@@ -21,8 +21,9 @@ import yaml
 
 from awrsr.config_types import is_whole_number
 from awrsr.errors import ArtifactError
+from awrsr.eval.metrics import per_user_metric
 from awrsr.experiments.runs import data_config_key, describe_runs, pairs_across_machines
-from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
+from awrsr.experiments.stats import summary_against
 from awrsr.files import csv_text, write_text_atomic
 
 if TYPE_CHECKING:
@@ -56,22 +57,6 @@ def assign_buckets(lengths: np.ndarray, edges: Sequence[int]) -> np.ndarray:
     [0, 0, 1, 1, 2]
     """
     return np.searchsorted(np.asarray(edges), lengths, side="left")
-
-
-def per_user_metric(ranks: np.ndarray, metric: str) -> np.ndarray:
-    """Each user's hr@k, ndcg@k or mrr from the rank of their held-out item (as ranking_metrics).
-
-    >>> per_user_metric(np.array([1, 3, 20]), "ndcg@5").tolist()
-    [1.0, 0.5, 0.0]
-    """
-    ranks = np.asarray(ranks, dtype=np.float64)
-    if metric == "mrr":
-        return 1.0 / ranks
-    name, _, k = metric.partition("@")
-    if name not in ("hr", "ndcg") or not k.isdigit():
-        raise ValueError(f"metric must be hr@k, ndcg@k or mrr, got {metric!r}")
-    hit = ranks <= int(k)
-    return hit.astype(np.float64) if name == "hr" else np.where(hit, 1.0 / np.log2(ranks + 1.0), 0.0)
 
 
 def bucket_means(values: np.ndarray, buckets: np.ndarray, num_buckets: int) -> np.ndarray:
@@ -177,7 +162,7 @@ def length_table(
         row = rows.setdefault(r["variant"], LengthRow(fingerprint, np.bincount(buckets, minlength=len(labels)).tolist()))
         if row.fingerprint != fingerprint:
             raise ArtifactError(f"{run_dir}: variant {r['variant']!r} has runs on different data")
-        means.setdefault(r["variant"], {})[r["seed"]] = bucket_means(per_user_metric(ranks, metric), buckets, len(labels)).tolist()
+        means.setdefault(r["variant"], {})[r["seed"]] = bucket_means(per_user_metric(ranks, metric).numpy(), buckets, len(labels)).tolist()
     for variant, row in rows.items():
         runs = means[variant]
         reference = references.get(variant, base)
@@ -194,11 +179,8 @@ def length_table(
             cell = {"mean": math.nan, "std": math.nan, "improvement": math.nan, "p_value": math.nan,
                     "runs": len(runs), "pairs": len(seeds)}
             if row.counts[b]:  # else no test user has a history of this length
-                cell["mean"], cell["std"] = mean_std([runs[s][b] for s in sorted(runs)])
-                if seeds:
-                    shared, base_shared = [runs[s][b] for s in seeds], [means[reference][s][b] for s in seeds]
-                    cell["improvement"] = relative_improvement(mean_std(shared)[0], mean_std(base_shared)[0])
-                    cell["p_value"] = paired_p_value(shared, base_shared)
+                summary = summary_against({s: v[b] for s, v in runs.items()}, {s: means[reference][s][b] for s in seeds}, seeds)
+                cell.update(zip(("mean", "std", "improvement", "p_value"), summary))
             row.cells.append(cell)
         row.paired_seeds = seeds
     return labels, rows, left_out

@@ -27,7 +27,7 @@ from awrsr.experiments.runs import (
     RESOLVED_SECTIONS, DataFingerprints, check_collection_directory, check_earlier_runs, data_config_key, finished_run, describe_runs, option_args,
     left_out_runs, pairs_across_machines, progress_sentence, run_device, run_or_reuse, run_status,
 )
-from awrsr.experiments.stats import mean_std, paired_p_value, relative_improvement
+from awrsr.experiments.stats import summary_against
 from awrsr.files import csv_text, output_directory, read_text, relative_to_cwd, user_path, write_text_atomic
 from awrsr.strict_yaml import check_unique_keys
 
@@ -382,16 +382,11 @@ def tabulate(
         base_runs = by_variant.get(reference, {})
         # Improvement and p-value on the seeds both sides have: with every run finished these
         # are all the seeds; in a partial table they stay paired.
-        seeds = sorted(set(runs) & set(base_runs))
+        paired = sorted(set(runs) & set(base_runs)) if variant != reference else []
         row = {}
         for m in metrics:
-            mean, std = mean_std([runs[s][m] for s in sorted(runs)])
-            if variant == reference or not seeds:
-                row[m] = Cell(mean, std, math.nan, math.nan, len(runs), 0, is_reference=variant == reference)
-            else:
-                shared, base_shared = [runs[s][m] for s in seeds], [base_runs[s][m] for s in seeds]
-                improvement = relative_improvement(mean_std(shared)[0], mean_std(base_shared)[0])
-                row[m] = Cell(mean, std, improvement, paired_p_value(shared, base_shared), len(runs), len(seeds))
+            cell = summary_against({s: r[m] for s, r in runs.items()}, {s: base_runs[s][m] for s in paired}, paired)
+            row[m] = Cell(*cell, len(runs), len(paired), is_reference=variant == reference)
         table[variant] = row
     return table
 

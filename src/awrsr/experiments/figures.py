@@ -28,6 +28,7 @@ import torch  # noqa: E402
 
 from awrsr.data import SequenceData  # noqa: E402
 from awrsr.errors import ArtifactError, ConfigError  # noqa: E402
+from awrsr.eval import per_user_metric  # noqa: E402
 from awrsr.files import output_directory, user_path  # noqa: E402
 from awrsr.experiments.by_length import held_out_ranks  # noqa: E402  (re-exported)
 from awrsr.infer.artifact import (  # noqa: E402
@@ -253,9 +254,8 @@ def _test_ranks(run_dir: Path, data_path: str | None) -> np.ndarray:
 def ndcg_at_n(ranks: np.ndarray, max_n: int = 20) -> np.ndarray:
     """Mean NDCG@N over the users of ``ranks`` (1-based ranks of each user's held-out item), for
     N = 1..max_n."""
-    ranks = np.asarray(ranks, dtype=np.float64)
-    gains = np.where(ranks[None, :] <= np.arange(1, max_n + 1)[:, None], 1.0 / np.log2(ranks + 1.0), 0.0)
-    return gains.mean(axis=1)
+    ranks = torch.as_tensor(np.asarray(ranks), dtype=torch.float64)
+    return np.array([per_user_metric(ranks, f"ndcg@{n}").mean().item() for n in range(1, max_n + 1)])
 
 
 def plot_ndcg_at_n(

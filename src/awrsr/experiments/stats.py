@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Sequence
+from typing import Mapping, Sequence
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -49,3 +49,20 @@ def paired_p_value(variant: Sequence[float], base: Sequence[float]) -> float:
     if max(differences) - min(differences) <= 1e-12 * scale:
         return math.nan
     return float(ttest_rel(variant, base).pvalue)
+
+
+def summary_against(
+    values: Mapping[int, float], reference: Mapping[int, float], seeds: Sequence[int],
+) -> tuple[float, float, float, float]:
+    """One cell of a comparison: the mean and std of ``values`` (one per seed) over all their seeds,
+    and the improvement in % over ``reference`` and the paired p-value on ``seeds``, the seeds both
+    sides have (both nan without any: nothing to pair).
+
+    >>> [round(x, 4) for x in summary_against({1: 0.2, 2: 0.4, 3: 0.9}, {1: 0.1, 2: 0.2}, [1, 2])]
+    [0.5, 0.3606, 100.0, 0.2048]
+    """
+    mean, std = mean_std([values[s] for s in sorted(values)])
+    if not seeds:
+        return mean, std, math.nan, math.nan
+    shared, base_shared = [values[s] for s in seeds], [reference[s] for s in seeds]
+    return mean, std, relative_improvement(mean_std(shared)[0], mean_std(base_shared)[0]), paired_p_value(shared, base_shared)
