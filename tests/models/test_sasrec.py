@@ -41,6 +41,11 @@ def test_the_block_normalises_before_each_part_and_adds_the_residual():
     block = TransformerBlock(attention=Identity(), feed_forward=Zero(), hidden_size=4, dropout=0.0).eval()
     out, _ = block(torch.tensor([[[1.0, 2.0, 3.0, 4.0]]]), AttentionMask.build(torch.tensor([[5]]), causal=True))
     assert torch.allclose(out[0, 0], torch.tensor([-0.3416, 1.5528, 3.4472, 5.3416]), atol=1e-4)
+    # A feed-forward returning its input: x1 + LN(x1) for x1 = x + LN(x) above, whose LN is LN(x)'s
+    # (an evenly spaced row); without the second norm it would be 2 x1 = [-0.6832, 3.1056, ...].
+    block = TransformerBlock(attention=Identity(), feed_forward=torch.nn.Identity(), hidden_size=4, dropout=0.0).eval()
+    out, _ = block(torch.tensor([[[1.0, 2.0, 3.0, 4.0]]]), AttentionMask.build(torch.tensor([[5]]), causal=True))
+    assert torch.allclose(out[0, 0], torch.tensor([-1.6832, 1.1056, 3.8944, 6.6832]), atol=1e-4)
 
 
 def test_sasrecs_feed_forward_is_relu_and_bert4recs_gelu():

@@ -250,19 +250,24 @@ def test_the_embedding_is_each_streams_layer_norm_and_the_covariance_elu_plus_on
     """Mean = LN(mean item + mean position), covariance = ELU(LN(cov item + cov position)) + 1 with
     the positions counted back from the last slot: an item [1, 2, 3, 4] on position 0 (zero)
     normalises to [-1.3416, -0.4472, 0.4472, 1.3416], whose ELU + 1 is [e^-1.3416, e^-0.4472,
-    1.4472, 2.3416]; the covariance is positive where its normalised embedding is negative."""
+    1.4472, 2.3416]; the covariance is positive where its normalised embedding is negative. Each
+    stream adds its own position table: on position 1 the mean's shifts all features alike (LN
+    removes it), the covariance's makes the item [1, 2, 3, 8], which normalises to [-0.9285,
+    -0.5571, -0.1857, 1.6713] (mean 3.5, variance 29 / 4)."""
     embedding = tiny_stosa(hidden_size=4).embedding
     with torch.no_grad():
         for table in (embedding.mean_items, embedding.cov_items):
             table.weight[1] = torch.tensor([1.0, 2.0, 3.0, 4.0])
         for table in (embedding.mean_positions, embedding.cov_positions):
             table.weight.zero_()
-            table.weight[1] = 10.0  # the slot before the last: shifts all features alike, LN removes it
+        embedding.mean_positions.weight[1] = 10.0  # the slot before the last
+        embedding.cov_positions.weight[1] = torch.tensor([0.0, 0.0, 0.0, 4.0])
         out = embedding(torch.tensor([[0, 0, 0, 0, 0, 0, 1, 1]]))
     normalised = torch.tensor([-1.3416, -0.4472, 0.4472, 1.3416])
     cov = torch.tensor([math.exp(-1.3416), math.exp(-0.4472), 1.4472, 2.3416])
-    for slot in (-1, -2):
-        assert torch.allclose(out[0, slot], torch.cat([normalised, cov]), atol=1e-4)
+    assert torch.allclose(out[0, -1], torch.cat([normalised, cov]), atol=1e-4)
+    cov_on_position_1 = torch.tensor([math.exp(-0.9285), math.exp(-0.5571), math.exp(-0.1857), 2.6713])
+    assert torch.allclose(out[0, -2], torch.cat([normalised, cov_on_position_1]), atol=1e-4)
 
 
 def test_position_embedding_false_gives_stosa_no_position_tables():
