@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -81,7 +82,8 @@ def per_user_metric(ranks: Tensor | Sequence[float], metric: str) -> Tensor:
     >>> per_user_metric([1, 3, 20], "ndcg@5").tolist()
     [1.0, 0.5, 0.0]
     """
-    ranks = torch.as_tensor(ranks, dtype=torch.float64)
+    # a copy of other input: torch cannot view a reversed, read-only or big-endian numpy array
+    ranks = ranks.double() if isinstance(ranks, Tensor) else torch.from_numpy(np.array(ranks, dtype=np.float64))
     if metric == "mrr":
         return 1.0 / ranks
     name, _, k = metric.partition("@")
@@ -97,5 +99,6 @@ def ranking_metrics(ranks: Tensor, ks: list[int]) -> dict[str, float]:
     >>> ranking_metrics(torch.tensor([1, 3]), [1, 5])["ndcg@5"]
     0.75
     """
+    # k by k (hr@1, ndcg@1, hr@5, ...): the order metrics.json has always kept
     names = [f"{name}@{k}" for k in ks for name in ("hr", "ndcg")] + ["mrr"]
     return {name: per_user_metric(ranks, name).mean().item() for name in names}

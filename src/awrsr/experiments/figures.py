@@ -254,7 +254,7 @@ def _test_ranks(run_dir: Path, data_path: str | None) -> np.ndarray:
 def ndcg_at_n(ranks: np.ndarray, max_n: int = 20) -> np.ndarray:
     """Mean NDCG@N over the users of ``ranks`` (1-based ranks of each user's held-out item), for
     N = 1..max_n."""
-    ranks = torch.as_tensor(np.asarray(ranks), dtype=torch.float64)
+    ranks = torch.from_numpy(np.array(ranks, dtype=np.float64))
     return np.array([per_user_metric(ranks, f"ndcg@{n}").mean().item() for n in range(1, max_n + 1)])
 
 
