@@ -71,7 +71,7 @@ def test_each_users_metric_from_the_rank_of_their_held_out_item():
     assert per_user_metric(ranks, "hr@5").tolist() == [1.0, 1.0, 0.0]
     assert per_user_metric(ranks, "mrr").tolist() == pytest.approx([1.0, 1 / 3, 1 / 20])
     assert per_user_metric(torch.tensor([5, 6]), "ndcg@5").tolist() == pytest.approx([1 / math.log2(6), 0.0])
-    for awkward in (np.array([20, 3, 1])[::-1], np.array([1, 3, 20], dtype=">i8")):  # reversed; big-endian
+    for awkward in (np.array([20.0, 3.0, 1.0])[::-1], np.array([1, 3, 20], dtype=">f8")):  # reversed; big-endian
         assert per_user_metric(awkward, "hr@5").tolist() == [1.0, 1.0, 0.0]
 
 
