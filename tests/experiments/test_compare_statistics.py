@@ -150,11 +150,11 @@ def test_a_cell_is_summed_up_over_all_its_seeds_and_paired_over_the_shared_ones(
     from awrsr.experiments.stats import summary_against
 
     # differences 0.1 and 0.2 on seeds 1, 2: t = 0.15 / (0.0707 / sqrt 2) = 3 on 1 degree of freedom
-    mean, std, gain, p = summary_against({1: 0.2, 2: 0.4, 3: 0.9}, {1: 0.1, 2: 0.2}, [1, 2])
+    mean, std, gain, p = summary_against({1: 0.2, 2: 0.4, 3: 0.9}, {1: 0.1, 2: 0.2})
     assert (mean, std) == pytest.approx((0.5, math.sqrt(0.13)))  # seed 3 counts here
     assert gain == pytest.approx(100.0)  # 0.3 against 0.15 on the shared seeds only
     assert p == pytest.approx(0.2048, abs=1e-4)
-    assert all(math.isnan(x) for x in summary_against({1: 0.2}, {}, [])[2:])
+    assert all(math.isnan(x) for x in summary_against({1: 0.2}, {})[2:])
 
 
 def test_the_paired_test_needs_one_value_per_seed_on_both_sides():

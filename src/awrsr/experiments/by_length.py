@@ -179,7 +179,7 @@ def length_table(
             cell = {"mean": math.nan, "std": math.nan, "improvement": math.nan, "p_value": math.nan,
                     "runs": len(runs), "pairs": len(seeds)}
             if row.counts[b]:  # else no test user has a history of this length
-                summary = summary_against({s: v[b] for s, v in runs.items()}, {s: means[reference][s][b] for s in seeds}, seeds)
+                summary = summary_against({s: v[b] for s, v in runs.items()}, {s: means[reference][s][b] for s in seeds})
                 cell.update(zip(("mean", "std", "improvement", "p_value"), summary))
             row.cells.append(cell)
         row.paired_seeds = seeds

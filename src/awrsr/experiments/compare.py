@@ -385,7 +385,7 @@ def tabulate(
         paired = sorted(set(runs) & set(base_runs)) if variant != reference else []
         row = {}
         for m in metrics:
-            cell = summary_against({s: r[m] for s, r in runs.items()}, {s: base_runs[s][m] for s in paired}, paired)
+            cell = summary_against({s: r[m] for s, r in runs.items()}, {s: base_runs[s][m] for s in paired})
             row[m] = Cell(*cell, len(runs), len(paired), is_reference=variant == reference)
         table[variant] = row
     return table

@@ -51,17 +51,16 @@ def paired_p_value(variant: Sequence[float], base: Sequence[float]) -> float:
     return float(ttest_rel(variant, base).pvalue)
 
 
-def summary_against(
-    values: Mapping[int, float], reference: Mapping[int, float], seeds: Sequence[int],
-) -> tuple[float, float, float, float]:
+def summary_against(values: Mapping[int, float], reference: Mapping[int, float]) -> tuple[float, float, float, float]:
     """One cell of a comparison: the mean and std of ``values`` (one per seed) over all their seeds,
-    and the improvement in % over ``reference`` and the paired p-value on ``seeds``, the seeds both
-    sides have (both nan without any: nothing to pair).
+    and the improvement in % and the paired p-value against ``reference``, its values on the seeds
+    to pair, those both sides have (both nan without any: nothing to pair).
 
-    >>> [round(x, 4) for x in summary_against({1: 0.2, 2: 0.4, 3: 0.9}, {1: 0.1, 2: 0.2}, [1, 2])]
+    >>> [round(x, 4) for x in summary_against({1: 0.2, 2: 0.4, 3: 0.9}, {1: 0.1, 2: 0.2})]
     [0.5, 0.3606, 100.0, 0.2048]
     """
     mean, std = mean_std([values[s] for s in sorted(values)])
+    seeds = sorted(reference)
     if not seeds:
         return mean, std, math.nan, math.nan
     shared, base_shared = [values[s] for s in seeds], [reference[s] for s in seeds]
