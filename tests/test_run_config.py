@@ -109,7 +109,7 @@ READ_BY_EVERY_MODEL = {
     "model": {"name", "max_len", "hidden_size", "num_heads", "num_blocks", "inner_size", "dropout", "attn_dropout",
               "attention", "refine", "norm_eps", "position_embedding"},
     "train": {"loss", "batch_size", "group_by_length", "lr", "weight_decay", "max_epochs", "max_time", "patience",
-              "monitor", "val_every", "seed", "accelerator", "precision", "progress_bar", "num_threads"},
+              "monitor", "val_every", "seed", "accelerator", "precision", "progress_bar", "num_threads", "flush_denormal"},
 }
 # Set with parts that do not read them, these are configuration errors (ModelConfig refuses them).
 REFUSED_WHERE_UNREAD = {"model.positional_rank": 4, "model.ac_lite": True}

@@ -58,7 +58,7 @@ def fit(
         output_dir: the run directory; it becomes the saved artifact.
         resume: continue the run in output_dir from its last checkpoint (same config; only the
             budget train.max_epochs/max_time/patience/val_every, the machine options
-            train.num_threads/accelerator/progress_bar and data.path, for a moved file whose
+            train.num_threads/flush_denormal/accelerator/progress_bar and data.path, for a moved file whose
             fingerprint is checked, may change).
         overwrite: start afresh in an output_dir that holds a finished or interrupted run, deleting
             it; without this, such a directory is refused and the run in it is kept.
@@ -75,6 +75,7 @@ def evaluate(
     filter_seen: Optional[bool] = None,
     by_length: bool = False,
     num_threads: Optional[int] = None,
+    flush_denormal: bool = True,
 ) -> None:
     """Score a saved model again by full ranking on its dataset.
 
@@ -86,22 +87,27 @@ def evaluate(
         filter_seen: override the stored seen-item filter.
         by_length: also print the metrics per bucket of the users' history length.
         num_threads: CPU threads for torch (default: torch's, every core), e.g. 1 beside other jobs.
+        flush_denormal: flush subnormal floats to zero on the CPU, as train.flush_denormal (faster
+            for a trained refinement; false keeps them).
     """
     from awrsr import workflows
 
-    _set_num_threads(num_threads)
+    _cpu_options(num_threads, flush_denormal)
     workflows.evaluate(artifact, data_path=data_path, split=split, filter_seen=filter_seen, by_length=by_length)
 
 
-def _set_num_threads(num_threads: Optional[int]) -> None:
-    """--num_threads: torch's CPU threads for this command (None leaves torch's default, every core)."""
-    if num_threads is None:
-        return
-    if num_threads < 1:
+def _cpu_options(num_threads: Optional[int], flush_denormal: Optional[bool] = None) -> None:
+    """--num_threads (None leaves torch's default, every core) and --flush_denormal (None leaves
+    torch's mode) for this command, set before torch starts its CPU threads: each keeps the
+    flushing of subnormal floats it started with."""
+    if num_threads is not None and num_threads < 1:
         raise AwrsrError(f"--num_threads must be >= 1, got {num_threads}")
     import torch
 
-    torch.set_num_threads(num_threads)
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    if flush_denormal is not None:
+        torch.set_flush_denormal(flush_denormal)
 
 
 def _id_list(text: str, option: str) -> list[str]:
@@ -140,6 +146,7 @@ def recommend(
     has_header: Optional[bool] = None,
     batch_size: Optional[int] = None,
     num_threads: Optional[int] = None,
+    flush_denormal: bool = True,
 ) -> None:
     """Top-k next items for a history of original item ids, oldest first, or for every user of a log.
 
@@ -168,6 +175,8 @@ def recommend(
         has_header: whether the log's first line names its columns (default: as the model was trained).
         batch_size: users scored at once with --input (default 1024).
         num_threads: CPU threads for torch (default: torch's, every core), e.g. 1 beside other jobs.
+        flush_denormal: flush subnormal floats to zero on the CPU, as train.flush_denormal (faster
+            for a trained refinement; false keeps them).
     """
     from rich.console import Console
     from rich.markup import escape
@@ -176,7 +185,7 @@ def recommend(
     from awrsr.infer import Recommender
 
     items, excluded = _id_list(history, "--history"), _id_list(exclude, "--exclude")
-    _set_num_threads(num_threads)
+    _cpu_options(num_threads, flush_denormal)
     reading = dict(
         format=input_format, user_col=user_col, item_col=item_col, time_col=time_col, separator=separator,
         has_header=has_header,
@@ -287,6 +296,7 @@ def _recommend_log(
 
 def serve(
     artifact: str, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu", num_threads: Optional[int] = None,
+    flush_denormal: bool = True,
 ) -> None:
     """Serve a saved model's recommendations over HTTP (JSON; the API is at /docs).
 
@@ -298,10 +308,12 @@ def serve(
         port: the TCP port.
         device: where to score: cpu, cuda, cuda:N, mps, or auto (CUDA, else MPS, else the CPU).
         num_threads: CPU threads for torch (default: torch's, every core), e.g. 1 beside other jobs.
+        flush_denormal: flush subnormal floats to zero on the CPU, as train.flush_denormal (faster
+            for a trained refinement; false keeps them).
     """
     from awrsr.infer.server import create_app, listening_socket
 
-    _set_num_threads(num_threads)
+    _cpu_options(num_threads, flush_denormal)
 
     if not 0 <= port <= 65535:
         raise AwrsrError(f"--port must be in 0..65535, got {port}")
@@ -438,7 +450,7 @@ def plot(
     """
     from awrsr.experiments.figures import draw_figures
 
-    _set_num_threads(num_threads)
+    _cpu_options(num_threads)
 
     for path in draw_figures(directory, output_dir, user, data_path=data_path, user_id=user_id, figures=figures):
         print(path)

@@ -45,7 +45,7 @@ from awrsr.run_directory import (  # noqa: F401  (RUN_LOCK_FILE: where awrsr.wor
 )
 from awrsr.run_config import config_differences, inert_options
 from awrsr.train import TrainConfig, train_model
-from awrsr.train.process_state import kept_process_state
+from awrsr.train.process_state import SUBNORMALS_MIXED, kept_process_state, subnormal_mode
 from awrsr.train.trainer import (
     CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, RUN_RECORD, check_accelerator, check_budget_left, checkpoint_epochs,
 )
@@ -54,7 +54,7 @@ from awrsr.version import code_version
 
 # What may change when a run is resumed: the stopping budget, the machine, where the data lives.
 RESUMABLE_CHANGES = {
-    "train": {"max_epochs", "max_time", "patience", "val_every", "progress_bar", "num_threads", "accelerator"},
+    "train": {"max_epochs", "max_time", "patience", "val_every", "progress_bar", "num_threads", "flush_denormal", "accelerator"},
     "data": {"path"},
 }
 
@@ -86,6 +86,7 @@ def machine_record(device: torch.device) -> dict[str, Any]:
         "device": name,
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
+        "subnormals": subnormal_mode(),  # train.flush_denormal as it held on every CPU thread
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
     }
@@ -202,6 +203,15 @@ def _fit(
     version = code_version()  # now, before hours of training: the code this process runs
     if train.num_threads:
         torch.set_num_threads(train.num_threads)
+    # Each thread keeps the mode it started with, so this reaches torch's CPU threads only if they
+    # start after it, as they do in a new awrsr process; said otherwise.
+    torch.set_flush_denormal(train.flush_denormal)
+    if subnormal_mode() == SUBNORMALS_MIXED:
+        console.print(
+            f"[yellow]note: train.flush_denormal={str(train.flush_denormal).lower()} holds on only some of torch's "
+            "CPU threads, started before it was set; for all of them call torch.set_flush_denormal "
+            "before torch's first operation[/yellow]"
+        )
     parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
     config = {name: asdict(part) for name, part in parts.items()}
     started_with = check_resumable(run_dir, parts) if resume else None
@@ -306,7 +316,7 @@ def _note_machine_changes(started_with: dict[str, Any], train: TrainConfig, cons
     before = started_with.get("train") or {}
     changed = [
         f"train.{name} ({before[name]!r} -> {getattr(train, name)!r})"
-        for name in ("num_threads", "accelerator") if name in before and before[name] != getattr(train, name)
+        for name in ("num_threads", "flush_denormal", "accelerator") if name in before and before[name] != getattr(train, name)
     ]
     if changed:
         console.print(

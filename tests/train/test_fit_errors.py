@@ -12,6 +12,7 @@ from rich.console import Console
 
 from awrsr.errors import ArtifactError, ConfigError, TrainingDiverged
 from awrsr.train.module import SequentialRecommenderModule
+from awrsr.train.process_state import flushed_share
 from awrsr.train.trainer import check_accelerator
 from awrsr.workflows import fit
 from conftest import tiny_run_config
@@ -53,15 +54,16 @@ def test_a_path_given_as_frame_is_refused_not_recorded_as_a_frame(tmp_path):
 
 
 def test_fit_leaves_the_process_as_it_found_it(tmp_path):
-    """Deterministic mode, Lightning's environment variables, log levels and warning filters are
-    the fit's own; a notebook's later torch code must not warn or behave differently."""
+    """Deterministic mode, the flushing of subnormal floats, Lightning's environment variables, log
+    levels and warning filters are the fit's own; a notebook's later torch code must not warn or
+    behave differently."""
     import logging
     import os
     import warnings
 
     def state():
         return (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-                torch.utils.deterministic.fill_uninitialized_memory, torch.get_num_threads(),
+                torch.utils.deterministic.fill_uninitialized_memory, torch.get_num_threads(), flushed_share(),
                 {k: os.environ.get(k) for k in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS", "CUBLAS_WORKSPACE_CONFIG")},
                 [logging.getLogger(n).level for n in ("lightning.pytorch", "lightning.fabric", "lightning")],
                 list(warnings.filters))
@@ -69,6 +71,7 @@ def test_fit_leaves_the_process_as_it_found_it(tmp_path):
     # a known start, whatever the tests before left (fit's own settings would look unchanged)
     torch.use_deterministic_algorithms(False)
     torch.utils.deterministic.fill_uninitialized_memory = True
+    torch.set_flush_denormal(False)  # the fit flushes subnormals by default (train.flush_denormal)
     before = state()
     fit(**tiny_run_config(tmp_path / "run", max_epochs=1, num_threads=1), console=QUIET)
     assert state() == before

@@ -72,8 +72,8 @@ def test_a_resume_on_other_threads_says_it_may_not_be_exact(tmp_path):
     run_dir = tmp_path / "run"
     fit(**tiny_run_config(run_dir, max_epochs=1, num_threads=1), console=QUIET)
     said = io.StringIO()
-    fit(**tiny_run_config(run_dir, max_epochs=2, num_threads=2), console=Console(file=said, width=300), resume=True)
-    assert "note: train.num_threads (1 -> 2) since the run started" in said.getvalue()
+    fit(**tiny_run_config(run_dir, max_epochs=2, num_threads=2, flush_denormal=False), console=Console(file=said, width=300), resume=True)
+    assert "note: train.num_threads (1 -> 2), train.flush_denormal (True -> False) since the run started" in said.getvalue()
     same = io.StringIO()
     fit(**tiny_run_config(run_dir, max_epochs=3, num_threads=1), console=Console(file=same, width=300), resume=True)
     assert "since the run started" not in same.getvalue()

@@ -38,6 +38,9 @@ class TrainConfig:
         progress_bar: show Lightning's progress bar on a terminal; where stdout is a file or a pipe, one line per epoch
             (in compare and tune, lines on a terminal too: a record of each of their runs). false: neither.
         num_threads: torch CPU threads; null (None) keeps torch's default.
+        flush_denormal: flush subnormal floats (below 1.2e-38) to zero on the CPU, as
+            torch.set_flush_denormal(True): a trained refinement's attention products are full of
+            them, and the CPU computes them many times slower (docs/design.md). false keeps them.
         adversarial_alpha: model.attention calibrated (AC-TSR): weight alpha of the perturbation-mask
             norm L_norm in the perturbation network's objective -L_P + alpha L_norm (eq. 20; docs/ac-tsr.md).
     """
@@ -61,6 +64,7 @@ class TrainConfig:
     precision: Literal["32-true", "bf16-mixed"] = "32-true"
     progress_bar: bool = True
     num_threads: int | None = None  # torch CPU threads; None -> torch's default
+    flush_denormal: bool = True  # subnormal floats read and written as 0 on the CPU: faster, see docs/design.md
     # AC-TSR
     adversarial_alpha: float = 0.1  # calibrated attention: weight of the mask norm (eq. 20); the paper gives no value
 
