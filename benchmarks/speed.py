@@ -14,7 +14,9 @@ batch 128, dropout 0.2; full softmax CE unless a variant names its loss, STOSA's
 weight of configs/stosa/<dataset>.yaml) over every batch of the real data once (each model's own
 training example: Cloze for BERT4Rec); the evaluation ranks every test user's target against all
 items with seen items filtered, and its rate is the inference speed in users per second (AC-TSR's
-Table 2 layout). Results go to benchmarks/results/speed.json and speed.md.
+Table 2 layout). Subnormal floats are flushed on the CPU, as `awrsr fit` does by default
+(train.flush_denormal; --keep-subnormals times them kept, as before session 57). Results go to
+benchmarks/results/speed.json and speed.md.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from awrsr.nn.attention.calibrated import perturbation_parameters, recommender_p
 from awrsr.nn.losses import LOSSES  # noqa: E402
 from awrsr.train.module import adversarial_backward  # noqa: E402
 from awrsr.train.batches import training_loader  # noqa: E402
+from awrsr.train.process_state import subnormal_mode  # noqa: E402
 from awrsr.version import source_version  # noqa: E402
 
 DATASETS = {
@@ -162,7 +165,11 @@ def main() -> None:
         "--threads", type=int, default=None,
         help="torch threads (default: torch's); 1 times what each of two parallel runs gets",
     )
+    parser.add_argument(
+        "--keep-subnormals", action="store_true", help="do not flush subnormal floats (train.flush_denormal: false)",
+    )
     args = parser.parse_args()
+    torch.set_flush_denormal(not args.keep_subnormals)  # before torch starts its threads, which keep the mode
     version = source_version(ROOT)  # the whole checkout, benchmarks/ included, as it is now, not after the timings
     device = torch.device(args.device)
     if args.group_by_length and args.max_steps:
@@ -216,7 +223,8 @@ def main() -> None:
                     if args.profile and not args.parameters_only:
                         print(profile_step(model, loader, precision, loss, loss_options(loss, name)))
 
-    machine = f"{platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, awrsr {version}"
+    machine = (f"{platform.machine()}, {torch.get_num_threads()} torch threads, subnormals {subnormal_mode()}, "
+               f"torch {torch.__version__}, awrsr {version}")
     if device.type == "cuda":
         machine += f", {torch.cuda.get_device_name(device)}"
     md = [
