@@ -10,6 +10,19 @@ import torch
 from awrsr.errors import ConfigError
 from awrsr.models import ModelConfig, build_model, compatible_combinations
 
+# Every test starts with subnormal floats kept, as torch starts. torch's CPU threads start now, in
+# that mode, whatever the first test runs: a fit or a command that flushes (their default) must not
+# start them flushing for the whole session (each keeps the mode it started with).
+torch.set_flush_denormal(False)
+torch.ones(torch.get_num_threads() << 16) + 0
+
+
+@pytest.fixture(autouse=True)
+def _subnormals_kept():
+    yield
+    torch.set_flush_denormal(False)  # awrsr evaluate, recommend and serve, run in this process, flush
+
+
 # ../shared/data beside the repository root; tests that need it skip when it is absent.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -45,6 +45,7 @@ from awrsr.run_directory import (  # noqa: F401  (RUN_LOCK_FILE: where awrsr.wor
 )
 from awrsr.run_config import config_differences, inert_options
 from awrsr.train import TrainConfig, train_model
+from awrsr.train.config import MACHINE_FIELDS
 from awrsr.train.process_state import SUBNORMALS_MIXED, kept_process_state, subnormal_mode
 from awrsr.train.trainer import (
     CHECKPOINT_DIR, HISTORY_FILE, LAST_CHECKPOINT, RUN_RECORD, check_accelerator, check_budget_left, checkpoint_epochs,
@@ -54,7 +55,7 @@ from awrsr.version import code_version
 
 # What may change when a run is resumed: the stopping budget, the machine, where the data lives.
 RESUMABLE_CHANGES = {
-    "train": {"max_epochs", "max_time", "patience", "val_every", "progress_bar", "num_threads", "flush_denormal", "accelerator"},
+    "train": {"max_epochs", "max_time", "patience", "val_every", *MACHINE_FIELDS},
     "data": {"path"},
 }
 
@@ -210,7 +211,7 @@ def _fit(
         console.print(
             f"[yellow]note: train.flush_denormal={str(train.flush_denormal).lower()} holds on only some of torch's "
             "CPU threads, started before it was set; for all of them call torch.set_flush_denormal "
-            "before torch's first operation[/yellow]"
+            "before torch's first parallel operation[/yellow]"
         )
     parts = {"data": data, "model": model, "train": train, "evaluation": evaluation}
     config = {name: asdict(part) for name, part in parts.items()}
@@ -311,12 +312,13 @@ def _fit(
 
 def _note_machine_changes(started_with: dict[str, Any], train: TrainConfig, console: Console) -> None:
     """A resume may change the machine's options, at the price of exactness: floating-point sums
-    change with the thread count and the device, so the run may end a little apart from an
-    uninterrupted one. Said here, since metrics.json records only the last session's threads."""
+    change with the thread count and the device, tiny values with the flushing of subnormals, so
+    the run may end a little apart from an uninterrupted one. Said here, since metrics.json
+    records only the last session's machine."""
     before = started_with.get("train") or {}
     changed = [
         f"train.{name} ({before[name]!r} -> {getattr(train, name)!r})"
-        for name in ("num_threads", "flush_denormal", "accelerator") if name in before and before[name] != getattr(train, name)
+        for name in MACHINE_FIELDS if name != "progress_bar" and name in before and before[name] != getattr(train, name)
     ]
     if changed:
         console.print(

@@ -696,6 +696,7 @@ def test_finished_runs_are_reused_across_machine_options_and_moved_data_but_not_
 
     from awrsr.data import DataConfig, SyntheticConfig, load_sequence_data
     from awrsr.experiments.runs import DataFingerprints
+    from awrsr.train.config import MACHINE_FIELDS
 
     events = load_sequence_data(DataConfig(synthetic=SyntheticConfig(num_users=80, num_items=20)))
     frame = pl.DataFrame({"user_id": np.repeat(np.arange(len(events.sequences)), events.sequences.lengths),
@@ -706,11 +707,13 @@ def test_finished_runs_are_reused_across_machine_options_and_moved_data_but_not_
                     "train: {max_epochs: 1}\n")
     run_compare(str(base), ["add"], [1], tmp_path / "c", console=QUIET)
     stored = {v: (tmp_path / "c" / v / "seed-1" / "metrics.json").read_bytes() for v in ("none", "add")}
-    # other threads, the same data at another path: reused, nothing trains
+    # another machine (every machine option changed), the same data at another path: reused, nothing trains
     (tmp_path / "moved").mkdir()
     shutil.copy(tmp_path / "a.csv", tmp_path / "moved" / "a.csv")
+    machine = {"train.num_threads": "1", "train.flush_denormal": "false", "train.accelerator": "cpu", "train.progress_bar": "false"}
+    assert {key.split(".")[1] for key in machine} == set(MACHINE_FIELDS)
     run_compare(str(base), ["add"], [1], tmp_path / "c", console=QUIET,
-                extra={"train.num_threads": "1", "data.path": str(tmp_path / "moved" / "a.csv")})
+                extra={**machine, "data.path": str(tmp_path / "moved" / "a.csv")})
     assert {v: (tmp_path / "c" / v / "seed-1" / "metrics.json").read_bytes() for v in ("none", "add")} == stored
     # a record without its data's fingerprint is judged by its config alone: a moved path differs
     add_metrics = tmp_path / "c" / "add" / "seed-1" / "metrics.json"

@@ -19,7 +19,7 @@ from awrsr.files import read_text, starts_with
 from awrsr.strict_yaml import FIT_SECTIONS, check_unique_keys
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE, is_seed_run, runs_inside
 from awrsr.run_config import config_differences, load_fit_config
-from awrsr.train.config import TrainConfig
+from awrsr.train.config import MACHINE_FIELDS, TrainConfig
 from awrsr.train.trainer import CHECKPOINT_DIR, LAST_CHECKPOINT, LOG_FILE, RUN_RECORD, logged_progress
 
 NOT_STARTED = "not started"
@@ -78,9 +78,9 @@ def _list_items(given: str) -> list[str]:
 
 
 RESOLVED_SECTIONS = FIT_SECTIONS  # the sections of a fit config that hold a dataclass each
-# A finished run is reused whatever machine trained it (threads, accelerator, progress bar), and,
-# where its data is checked by fingerprint (``DataFingerprints``), wherever its data file lay.
-MACHINE_OPTIONS = {"train": {"num_threads", "accelerator", "progress_bar"}}
+# A finished run is reused whatever machine trained it (threads, subnormals, accelerator, progress
+# bar), and, where its data is checked by fingerprint (``DataFingerprints``), wherever its data file lay.
+MACHINE_OPTIONS = {"train": set(MACHINE_FIELDS)}
 REUSABLE_CHANGES = {**MACHINE_OPTIONS, "data": {"path"}}
 
 

@@ -7,6 +7,10 @@ from typing import Literal
 from awrsr.config_types import check_field_types
 from awrsr.errors import ConfigError, FieldValueError
 
+# Options of the machine, not of the model: a resume may change them, and compare and tune reuse a
+# finished run whatever they were (all but progress_bar may change the last digits of its numbers).
+MACHINE_FIELDS = ("num_threads", "flush_denormal", "accelerator", "progress_bar")
+
 # Negatives per position when train.num_negatives is left unset.
 DEFAULT_NEGATIVES = {"bce": 1, "sampled_softmax": 100, "ce": 0, "stosa": 1}
 

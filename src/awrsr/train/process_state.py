@@ -16,19 +16,21 @@ ENVIRONMENT = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS", "CUBLAS_WORKSPACE_CONFIG")
 LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")  # quieted by trainer.quiet_lightning
 
 
-# Per thread of torch's CPU pool, with the probe below: every thread one chunk (torch splits an
-# elementwise op into chunks of at least 32,768 elements, one per thread).
-PROBE_PER_THREAD = 1 << 16
+# Elements per thread of torch's CPU pool for the probe below: torch splits an elementwise op into
+# chunks of at least 32,768 elements, at most one per thread, so that every thread gets one.
+PROBE_PER_THREAD = 1 << 15
 SUBNORMALS_FLUSHED, SUBNORMALS_KEPT, SUBNORMALS_MIXED = "flushed", "kept", "flushed on some threads only"
 
 
-def flushed_share(threads: int = 1) -> float:
-    """The share of ``threads`` of torch's CPU threads that flush subnormal floats (below 1.2e-38)
-    to zero, as ``torch.set_flush_denormal(True)`` makes the calling thread do: 1.0 all, 0.0 none.
-    torch has no getter, and the mode is each thread's own, kept from when the thread started;
-    it is read here by adding the smallest subnormal to itself, which a flushing thread makes 0.
-    ``threads=1`` reads the calling thread alone."""
-    size = threads * PROBE_PER_THREAD if threads > 1 else 64  # below a chunk: the calling thread
+def flushed_share(pool: bool = False) -> float:
+    """The share of torch's CPU threads (``pool``: all ``torch.get_num_threads()`` of them; else
+    the calling thread alone) that flush subnormal floats (below 1.2e-38) to zero, as
+    ``torch.set_flush_denormal(True)`` makes the calling thread do: 1.0 all, 0.0 none. torch has
+    no getter, and the mode is each thread's own (under GNU OpenMP, the pip wheels' runtime, a
+    thread keeps the one it started with); it is read by adding the smallest subnormal to itself,
+    which a flushing thread makes 0."""
+    threads = torch.get_num_threads() if pool else 1
+    size = threads * PROBE_PER_THREAD if threads > 1 else 64  # 64: below a chunk, so the calling thread's
     smallest = torch.ones(size, dtype=torch.int32).view(torch.float32)  # 1.4e-45, written as bits
     doubled = (smallest + smallest).view(torch.int32)
     return float((doubled == 0).sum()) / size
@@ -37,17 +39,30 @@ def flushed_share(threads: int = 1) -> float:
 def subnormal_mode() -> str:
     """How torch's CPU threads treat subnormal floats now, for a run's record: flushed, kept, or
     flushed on some threads only (the mode was changed after torch had started its threads)."""
-    share = flushed_share(torch.get_num_threads())
+    share = flushed_share(pool=True)
     return SUBNORMALS_FLUSHED if share == 1 else SUBNORMALS_KEPT if share == 0 else SUBNORMALS_MIXED
+
+
+def give_back_flushing(caller: bool) -> None:
+    """Set the calling thread's flushing of subnormals back to ``caller``, unless that would leave
+    torch's threads mixed: threads started since, in the mode of the code that ran, keep it (no
+    thread can set another's), and then the calling thread keeps it too."""
+    ran = flushed_share() == 1
+    torch.set_flush_denormal(caller)
+    if ran != caller and subnormal_mode() == SUBNORMALS_MIXED:
+        torch.set_flush_denormal(ran)
+        if subnormal_mode() == SUBNORMALS_MIXED:  # threads of both modes whichever it takes: the caller's
+            torch.set_flush_denormal(caller)
 
 
 @contextmanager
 def kept_process_state() -> Iterator[None]:
     """Restore, on exit, torch's thread count, deterministic-algorithm switches and NaN filling of
-    new memory, the calling thread's flushing of subnormal floats, Lightning's environment
-    variables and log levels, and the warning filters. (Threads torch started during the block
-    keep the flushing they started with: no thread can set another's.) The global random
-    generators are seeded on purpose (as ``seed_everything`` does) and not restored."""
+    new memory, the calling thread's flushing of subnormal floats (``give_back_flushing``: where
+    torch started its threads inside the block, the process keeps the block's flushing, since
+    they cannot be set back), Lightning's environment variables and log levels, and the warning
+    filters. The global random generators are seeded on purpose (as ``seed_everything`` does)
+    and not restored."""
     threads = torch.get_num_threads()
     flushing = flushed_share() == 1
     deterministic = torch.are_deterministic_algorithms_enabled()
@@ -60,7 +75,7 @@ def kept_process_state() -> Iterator[None]:
             yield
         finally:
             torch.set_num_threads(threads)
-            torch.set_flush_denormal(flushing)
+            give_back_flushing(flushing)
             torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
             torch.utils.deterministic.fill_uninitialized_memory = fill
             for name, value in environment.items():
