@@ -477,6 +477,7 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     moved = tmp_path / "add" / "seed-2" / "metrics.json"
     record = json.loads(moved.read_text())
     record["machine"]["device"] = "NVIDIA H100 80GB HBM3"
+    record["machine"]["subnormals"] = "kept"
     record["code_version"] = "0.0.9"
     moved.write_text(json.dumps(record))
     run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
@@ -484,6 +485,9 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     assert "Runs trained on several machines (runs.csv names each run's): NVIDIA H100 80GB HBM3 (1), cpu (3)." in md
     assert "compare the machines as well as the models): add against none, 1 of 2 pairs (seed 2)." in md
     assert f"Runs made by several code versions (runs.csv names each run's): 0.0.9 (1), {runs[0]['code_version']} (3)." in md
+    assert ("Runs trained with subnormal floats treated differently (train.flush_denormal) (runs.csv names each "
+            f"run's): {runs[0]['subnormals']} (3), kept (1).") in md
+    assert [r["subnormals"] for r in csv.DictReader(open(tmp_path / "runs.csv"))].count("kept") == 1
 
 
 def test_compare_tabulates_by_history_length(base_config, tmp_path):

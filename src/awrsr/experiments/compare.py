@@ -25,7 +25,7 @@ from awrsr.errors import AwrsrError, ConfigError, DataError
 from awrsr.experiments.by_length import DEFAULT_EDGES, bucket_labels, write_length_tables
 from awrsr.experiments.runs import (
     RESOLVED_SECTIONS, DataFingerprints, check_collection_directory, check_earlier_runs, data_config_key, finished_run, describe_runs, option_args,
-    left_out_runs, pairs_across_machines, progress_sentence, run_device, run_or_reuse, run_status,
+    left_out_runs, pairs_across_machines, progress_sentence, run_device, run_or_reuse, run_status, run_subnormals,
 )
 from awrsr.experiments.stats import summary_against
 from awrsr.files import csv_text, output_directory, read_text, relative_to_cwd, user_path, write_text_atomic
@@ -401,13 +401,14 @@ def write_outputs(
     output_dir.mkdir(parents=True, exist_ok=True)
     metric_names = sorted({m for r in records for m in r["metrics"]["test"]})
     rows = [["variant", "seed", "best_epoch", "epochs", "mean_epoch_s", *[f"test_{m}" for m in metric_names],
-             "device", "code_version", "run_dir"]]
+             "device", "subnormals", "code_version", "run_dir"]]
     for r in records:
         m = r["metrics"]
         rows.append([
             r["variant"], r["seed"], m["selection"]["best_epoch"], m["selection"]["epochs_trained"],
             m["time"]["mean_epoch_s"], *[m["test"][n] for n in metric_names],
             run_device(m) or "",  # runs made before the record existed: unknown
+            run_subnormals(m) or "",
             m.get("code_version", ""),
             r["run_dir"],
         ])
@@ -452,9 +453,11 @@ def write_outputs(
         counted = str(first.runs) if first.is_reference or first.pairs == first.runs else f"{first.runs} ({first.pairs} paired)"
         seconds = sum(epoch_seconds[variant]) / len(epoch_seconds[variant])
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {counted} | {seconds:.1f} |")
-    # Notes on mixed tables: on several machines the s / epoch column compares machines, not
-    # models; and floating point may differ between code versions even where the model does not.
+    # Notes on mixed tables: on several machines, or with subnormals flushed and kept on the CPU,
+    # the s / epoch column compares machines, not models; and floating point may differ between
+    # code versions even where the model does not.
     for what, of_run in (("trained on several machines", run_device),
+                         ("trained with subnormal floats treated differently (train.flush_denormal)", run_subnormals),
                          ("made by several code versions", lambda m: m.get("code_version"))):
         counts = Counter(of_run(r["metrics"]) or "not recorded" for r in records)
         if len(counts) > 1:

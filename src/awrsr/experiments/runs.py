@@ -377,6 +377,12 @@ def run_device(metrics: dict) -> str | None:
     return metrics.get("machine", {}).get("device") or None
 
 
+def run_subnormals(metrics: dict) -> str | None:
+    """How a run's CPU threads treated subnormal floats (flushed, kept, flushed on some threads
+    only), as its metrics.json says; None for runs made before the record (session 57)."""
+    return metrics.get("machine", {}).get("subnormals") or None
+
+
 def pairs_across_machines(
     records: Sequence[dict], references: dict[str, str], base: str, paired_seeds: dict[str, Sequence[int]] | None = None,
 ) -> str:
