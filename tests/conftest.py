@@ -14,7 +14,10 @@ from awrsr.models import ModelConfig, build_model, compatible_combinations
 # that mode, whatever the first test runs: a fit or a command that flushes (their default) must not
 # start them flushing for the whole session (each keeps the mode it started with).
 torch.set_flush_denormal(False)
+_threads = torch.get_num_threads()
+torch.set_num_threads(max(_threads, 4))  # as many as any test asks for, on a machine of fewer cores too
 torch.ones(torch.get_num_threads() << 16) + 0
+torch.set_num_threads(_threads)
 
 
 @pytest.fixture(autouse=True)

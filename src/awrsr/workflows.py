@@ -141,9 +141,11 @@ def fit(
     ``epoch_lines=True`` shows progress as one line per epoch on a terminal too, where
     ``train.progress_bar`` would draw a bar (compare and tune: a record of each of their runs). Like
     Lightning's ``seed_everything``, it seeds Python's, numpy's and torch's global generators with
-    ``train.seed``; the rest of what training sets in the process (``train.num_threads``, torch's
-    deterministic mode, Lightning's environment variables, log levels and warning filters) holds
-    for the fit only (``kept_process_state``)."""
+    ``train.seed``; the rest of what training sets in the process (``train.num_threads``,
+    ``train.flush_denormal`` on the calling thread, torch's deterministic mode, Lightning's
+    environment variables, log levels and warning filters) holds for the fit only
+    (``kept_process_state``; torch's CPU threads the fit started, and the caller uses, keep its
+    flushing of subnormals, and the calling thread with them)."""
     for name, part, kind in (("data", data, DataConfig), ("model", model, ModelConfig), ("train", train, TrainConfig),
                              ("evaluation", evaluation, EvalConfig)):
         if not isinstance(part, kind):  # fit(ModelConfig(), DataConfig(), ...) would fail in an attribute lookup

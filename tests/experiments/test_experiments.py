@@ -477,17 +477,21 @@ def test_compare_writes_table_runs_and_figures(base_config, tmp_path):
     moved = tmp_path / "add" / "seed-2" / "metrics.json"
     record = json.loads(moved.read_text())
     record["machine"]["device"] = "NVIDIA H100 80GB HBM3"
-    record["machine"]["subnormals"] = "kept"
+    record["machine"]["subnormals"] = "kept"  # on a GPU, no matter: not noted
     record["code_version"] = "0.0.9"
     moved.write_text(json.dumps(record))
+    kept = tmp_path / "none" / "seed-1" / "metrics.json"  # a CPU run with subnormals kept, as before session 57
+    record = json.loads(kept.read_text())
+    record["machine"]["subnormals"] = "kept"
+    kept.write_text(json.dumps(record))
     run_compare(base_config, ["add"], [1, 2], tmp_path, extra=parse_sets(TINY), console=QUIET, report_only=True)
     md = (tmp_path / "table.md").read_text()
     assert "Runs trained on several machines (runs.csv names each run's): NVIDIA H100 80GB HBM3 (1), cpu (3)." in md
     assert "compare the machines as well as the models): add against none, 1 of 2 pairs (seed 2)." in md
     assert f"Runs made by several code versions (runs.csv names each run's): 0.0.9 (1), {runs[0]['code_version']} (3)." in md
-    assert ("Runs trained with subnormal floats treated differently (train.flush_denormal) (runs.csv names each "
-            f"run's): {runs[0]['subnormals']} (3), kept (1).") in md
-    assert [r["subnormals"] for r in csv.DictReader(open(tmp_path / "runs.csv"))].count("kept") == 1
+    assert ("Runs on the CPU with subnormal floats treated differently, as train.flush_denormal sets (runs.csv names "
+            f"each run's): {runs[0]['subnormals']} (2), kept (1).") in md
+    assert [r["subnormals"] for r in csv.DictReader(open(tmp_path / "runs.csv"))].count("kept") == 2
 
 
 def test_compare_tabulates_by_history_length(base_config, tmp_path):

@@ -453,13 +453,15 @@ def write_outputs(
         counted = str(first.runs) if first.is_reference or first.pairs == first.runs else f"{first.runs} ({first.pairs} paired)"
         seconds = sum(epoch_seconds[variant]) / len(epoch_seconds[variant])
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {counted} | {seconds:.1f} |")
-    # Notes on mixed tables: on several machines, or with subnormals flushed and kept on the CPU,
-    # the s / epoch column compares machines, not models; and floating point may differ between
-    # code versions even where the model does not.
-    for what, of_run in (("trained on several machines", run_device),
-                         ("trained with subnormal floats treated differently (train.flush_denormal)", run_subnormals),
-                         ("made by several code versions", lambda m: m.get("code_version"))):
-        counts = Counter(of_run(r["metrics"]) or "not recorded" for r in records)
+    # Notes on mixed tables: on several machines, or with subnormals flushed and kept on the CPU
+    # (a GPU computes them at full speed), the s / epoch column compares machines, not models; and
+    # floating point may differ between code versions even where the model does not.
+    cpu_runs = [r for r in records if run_device(r["metrics"]) == "cpu"]
+    for what, of_run, runs in (("trained on several machines", run_device, records),
+                               ("on the CPU with subnormal floats treated differently, as train.flush_denormal sets",
+                                run_subnormals, cpu_runs),
+                               ("made by several code versions", lambda m: m.get("code_version"), records)):
+        counts = Counter(of_run(r["metrics"]) or "not recorded" for r in runs)
         if len(counts) > 1:
             lines += ["", f"Runs {what} (runs.csv names each run's): "
                       + ", ".join(f"{value} ({count})" for value, count in sorted(counts.items())) + "."]
