@@ -455,6 +455,10 @@ def test_option_errors_are_one_line_not_the_usage(tmp_path, capsys):
         # jsonargparse's account of a union is seven lines ("Subtypes: [...]", "Given value type: ...")
         (["tune", "base.yaml", "space.yaml", "--max_trials", "abc"], "--max_trials expects an integer or null, got 'abc'"),
         (["compare", "base.yaml", "--seeds", "1"], "--seeds expects a list (a list is written [a,b]), got '1'"),
+        # a variants file given where the variants' names go
+        (["compare", "base.yaml", "--variants", "configs/compare/stosa.yaml"],
+         "--variants expects a list (a list is written [a,b]; a YAML file of them goes to --variants_file), "
+         "got 'configs/compare/stosa.yaml'"),
         (["fit", "--train.precision", "16"], "--train.precision expects one of '32-true', 'bf16-mixed', got '16'"),
         (["frob"], "argument subcommand: invalid choice: 'frob'"),
         (["fit", "--config", str(broken)], f"{broken}, line 3, column 18: not valid YAML: mapping values are not allowed here"),

@@ -69,6 +69,9 @@ def name_missing_arguments(message: str, parser: ArgumentParser) -> tuple[str, A
 _PARSER_KEY = re.compile(r'Parser key "([^"]+)":')
 _GIVEN = re.compile(r"(?:Given|Got) value: (.*)")
 _EXPECTED = re.compile(r"Subtypes: \[(.*)\]|Expected an? (typing\.Literal\[.*\]|<class '\w+'>|[\w.\[\], ]+?)\. Got value")
+# List options whose values may instead come from a file, given to another option: the file's path
+# given to the list option itself gets a pointer to the right one.
+_FILE_OPTIONS = {"variants": "--variants_file"}
 _TYPE_WORDS = {"list": "a list", "int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
                "NoneType": "null", "dict": "a mapping"}
 
@@ -88,9 +91,13 @@ def one_line_type_error(message: str) -> str:
     else:
         names = re.findall(r"<class '(\w+)'>|\b(?:typing\.)?(List|list)\[", found)
         words = list(dict.fromkeys(_TYPE_WORDS.get(a or b.lower(), a or b) for a, b in names)) or [found]
-    hint = " (a list is written [a,b])" if "a list" in words else ""
+    hints = ["a list is written [a,b]"] if "a list" in words else []
+    file_option = _FILE_OPTIONS.get(key.group(1).rsplit(".", 1)[-1])
+    if file_option and given[-1].strip().lower().endswith((".yaml", ".yml")):
+        hints.append(f"a YAML file of them goes to {file_option}")
     if "a string" in words and "true or false" not in words and given[-1].strip() in ("True", "False"):
-        hint += " (YAML reads an unquoted no, yes, off or on as false or true: quote the value)"
+        hints.append("YAML reads an unquoted no, yes, off or on as false or true: quote the value")
+    hint = f" ({'; '.join(hints)})" if hints else ""
     return f"--{key.group(1)} expects {' or '.join(words)}{hint}, got {given[-1].strip()!r}"
 
 
