@@ -67,6 +67,11 @@ def test_inline_configs_and_section_files_are_checked_too(tmp_path, capsys):
         ("data:\n  synthetic: 3\n", "c.yaml, line 2: data.synthetic must be a mapping of its settings, got '3'"),
         # an unknown section is refused even when empty (jsonargparse would drop it silently)
         ("modle: {}\n", "c.yaml, line 1: unknown section 'modle'; did you mean model?"),
+        # another command's file, said as such: a search space, a comparison's variants
+        ("model.dropout: [0.2, 0.3]\n", r"c.yaml, line 1: unknown section 'model.dropout'; it looks like a search space .*"
+                                       r"awrsr tune BASE_CONFIG SPACE; a fit config has"),
+        ("wide: {model.hidden_size: 128}\n", r"c.yaml, line 1: unknown section 'wide'; it looks like a variants file .*"
+                                                       r"awrsr compare BASE_CONFIG --variants_file FILE; a fit config has"),
         # and an unknown key in a section, or in data.synthetic (the parser would name no file)
         ("train:\n  lr: 0.1\n  batch_sise: 8\n", r"c.yaml, line 3: unknown key 'train.batch_sise'; did you mean train.batch_size\?"),
         ("data: {synthetic: {num_user: 3}}\n", r"c.yaml, line 1: unknown key 'data.synthetic.num_user'; did you mean data.synthetic.num_users\?"),

@@ -189,7 +189,7 @@ def check_fit_config_shape(text: str, source: str) -> None:
         line, name = key.start_mark.line + 1, key.value
         if name not in FIT_KEYS:
             close = difflib.get_close_matches(str(name), FIT_KEYS, n=1)
-            hint = f"did you mean {close[0]}? " if close else ""
+            hint = f"did you mean {close[0]}? " if close else _other_file_hint(str(name), value)
             raise ConfigError(f"{source}, line {line}: unknown section {name!r}; {hint}a fit config has {known}")
         if name in FIT_SECTIONS and not _null(value) and not (isinstance(value, yaml.ScalarNode) and value.tag.endswith(":str")):
             if not isinstance(value, yaml.MappingNode):
@@ -232,6 +232,17 @@ def _check_known_key(section: str, key: yaml.Node, source: str) -> None:
     close = difflib.get_close_matches(str(key.value), known, n=1)
     hint = f"did you mean {section}.{close[0]}?" if close else "awrsr fit --help lists the settings"
     raise ConfigError(f"{source}, line {key.start_mark.line + 1}: unknown key '{section}.{key.value}'; {hint}")
+
+
+def _other_file_hint(name: str, value: yaml.Node) -> str:
+    """What the file seems to be, when an unknown section looks like another command's file: a
+    search space (dotted keys, lists of values) or a comparison's variants (names mapping dotted
+    keys to values)."""
+    if "." in name and isinstance(value, yaml.SequenceNode):
+        return "it looks like a search space (dotted keys, lists of values): the command is awrsr tune BASE_CONFIG SPACE; "
+    if isinstance(value, yaml.MappingNode) and value.value and all("." in str(key.value) for key, _ in value.value):
+        return "it looks like a variants file (variant names, each with its options): awrsr compare BASE_CONFIG --variants_file FILE; "
+    return ""
 
 
 def _null(node: yaml.Node) -> bool:

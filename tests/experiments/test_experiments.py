@@ -105,6 +105,9 @@ def test_bad_search_space_is_a_clear_error(tmp_path):
     space.write_text("model.hiden_size: [8]\n")
     with pytest.raises(ConfigError, match="model.hiden_size"):
         load_search_space(space)
+    space.write_text("model: {hidden_size: 8}\ntrain: {lr: 0.1}\n")  # the base config, given in the space's place
+    with pytest.raises(ConfigError, match=r"space.yaml: a fit config, not a search space .* the base config first"):
+        load_search_space(space)
     space.write_text("data.synthetic.num_users: [10]\ntrain.lr: [0.1]\n")
     assert load_search_space(space) == {"data.synthetic.num_users": [10], "train.lr": [0.1]}
     space.write_text("train.lr: [0.001, 0.01\n")
