@@ -68,8 +68,11 @@ def test_inline_configs_and_section_files_are_checked_too(tmp_path, capsys):
         # an unknown section is refused even when empty (jsonargparse would drop it silently)
         ("modle: {}\n", "c.yaml, line 1: unknown section 'modle'; did you mean model?"),
         # another command's file, said as such: a search space, a comparison's variants
-        ("model.dropout: [0.2, 0.3]\n", r"c.yaml, line 1: unknown section 'model.dropout'; it looks like a search space .*"
-                                       r"awrsr tune BASE_CONFIG SPACE; a fit config has"),
+        ("train.lr: [0.1, 0.01]\n", r"c.yaml, line 1: unknown section 'train.lr'; it looks like a search space .*"
+                                    r"awrsr tune BASE_CONFIG SPACE; a fit config has"),
+        # (not "did you mean train?"), and a setting written flat is shown nested
+        ("model.dropout: 0.2\n", r"c.yaml, line 1: unknown section 'model.dropout'; a fit config nests its settings "
+                                r"\(model: \{dropout: ...\}\); a fit config has"),
         ("wide: {model.hidden_size: 128}\n", r"c.yaml, line 1: unknown section 'wide'; it looks like a variants file .*"
                                                        r"awrsr compare BASE_CONFIG --variants_file FILE; a fit config has"),
         # and an unknown key in a section, or in data.synthetic (the parser would name no file)

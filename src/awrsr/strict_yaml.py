@@ -189,7 +189,7 @@ def check_fit_config_shape(text: str, source: str) -> None:
         line, name = key.start_mark.line + 1, key.value
         if name not in FIT_KEYS:
             close = difflib.get_close_matches(str(name), FIT_KEYS, n=1)
-            hint = f"did you mean {close[0]}? " if close else _other_file_hint(str(name), value)
+            hint = _misplaced_hint(str(name), value) or (f"did you mean {close[0]}? " if close else "")
             raise ConfigError(f"{source}, line {line}: unknown section {name!r}; {hint}a fit config has {known}")
         if name in FIT_SECTIONS and not _null(value) and not (isinstance(value, yaml.ScalarNode) and value.tag.endswith(":str")):
             if not isinstance(value, yaml.MappingNode):
@@ -234,13 +234,16 @@ def _check_known_key(section: str, key: yaml.Node, source: str) -> None:
     raise ConfigError(f"{source}, line {key.start_mark.line + 1}: unknown key '{section}.{key.value}'; {hint}")
 
 
-def _other_file_hint(name: str, value: yaml.Node) -> str:
-    """What the file seems to be, when an unknown section looks like another command's file: a
-    search space (dotted keys, lists of values) or a comparison's variants (names mapping dotted
-    keys to values)."""
-    if "." in name and isinstance(value, yaml.SequenceNode):
+def _misplaced_hint(name: str, value: yaml.Node) -> str:
+    """Where an unknown section's setting belongs, when it looks like another command's file (a
+    search space: dotted keys, lists of values; a comparison's variants: names mapping dotted
+    keys to values) or a fit setting written flat (``train.lr: 0.1``); "" otherwise."""
+    section, _, key = name.partition(".")
+    if key and isinstance(value, yaml.SequenceNode):
         return "it looks like a search space (dotted keys, lists of values): the command is awrsr tune BASE_CONFIG SPACE; "
-    if isinstance(value, yaml.MappingNode) and value.value and all("." in str(key.value) for key, _ in value.value):
+    if key and section in FIT_SECTIONS:
+        return f"a fit config nests its settings ({section}: {{{key}: ...}}); "
+    if isinstance(value, yaml.MappingNode) and value.value and all("." in str(k.value) for k, _ in value.value):
         return "it looks like a variants file (variant names, each with its options): awrsr compare BASE_CONFIG --variants_file FILE; "
     return ""
 
