@@ -139,6 +139,18 @@ def test_a_config_in_another_encoding_names_the_file_and_line(tmp_path, capsys, 
         load_variants_file(config)
 
 
+def test_a_search_space_and_a_variants_file_swapped_are_named_as_what_they_are(tmp_path):
+    space, variants = tmp_path / "space.yaml", tmp_path / "variants.yaml"
+    space.write_text("train.lr: [0.001, 0.0005]\nmodel.dropout: [0.2]\n")
+    variants.write_text("none:\nwide: {model.hidden_size: 128}\n")  # the base with no options of its own
+    with pytest.raises(ConfigError, match=r"space.yaml: a search space .* it goes to awrsr tune BASE_CONFIG SPACE"):
+        load_variants_file(space)
+    with pytest.raises(ConfigError, match=r"variants.yaml: a comparison's variants .* awrsr compare BASE_CONFIG --variants_file FILE"):
+        load_search_space(variants)
+    assert load_search_space(space) == {"train.lr": [0.001, 0.0005], "model.dropout": [0.2]}  # each in its own place
+    assert load_variants_file(variants) == {"none": None, "wide": {"model.hidden_size": 128}}
+
+
 def test_a_utf8_byte_order_mark_is_no_part_of_the_config(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_bytes(b"\xef\xbb\xbftrain: {lr: 0.01}\n")

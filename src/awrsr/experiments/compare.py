@@ -149,6 +149,9 @@ def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: cannot read the variants file ({err.strerror or err})") from None
     check_unique_keys(text, str(path))  # names the file and line of a YAML error, or of a repeated key
     variants = yaml.safe_load(text)
+    if isinstance(variants, dict) and variants and all("." in str(k) and isinstance(v, list) for k, v in variants.items()):
+        raise ConfigError(f"{path}: a search space (dotted keys, lists of values), not a comparison's variants; "
+                          "it goes to awrsr tune BASE_CONFIG SPACE")
     if not isinstance(variants, dict) or not all(isinstance(o, dict) or o is None for o in variants.values()):
         raise ConfigError(f"{path}: expected a mapping of variant names to option mappings, e.g. parec: {{model.attention: positional}}")
     return variants

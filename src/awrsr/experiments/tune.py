@@ -53,6 +53,11 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
     if set(space) <= set(FIT_KEYS):  # the two files swapped
         raise ConfigError(f"{path}: a fit config, not a search space (dotted keys, lists of values); the command is "
                           "awrsr tune BASE_CONFIG SPACE, the base config first")
+    if any(isinstance(values, dict) for values in space.values()) and all(
+        isinstance(values, dict) or values is None for values in space.values()  # a variant with no options
+    ):
+        raise ConfigError(f"{path}: a comparison's variants (names, each with its options), not a search space; "
+                          "they go to awrsr compare BASE_CONFIG --variants_file FILE")
     for key, values in space.items():
         if "." not in str(key) or not isinstance(values, list) or not values:
             raise ConfigError(f"{path}: {key!r} must be a dotted config key (e.g. train.lr) with a non-empty list")
