@@ -145,7 +145,7 @@ def test_a_search_space_and_a_variants_file_swapped_are_named_as_what_they_are(t
     variants.write_text("none:\nwide: {model.hidden_size: 128}\n")  # the base with no options of its own
     with pytest.raises(ConfigError, match=r"space.yaml: a search space .* it goes to awrsr tune BASE_CONFIG SPACE"):
         load_variants_file(space)
-    with pytest.raises(ConfigError, match=r"variants.yaml: a comparison's variants .* awrsr compare BASE_CONFIG --variants_file FILE"):
+    with pytest.raises(ConfigError, match=r"variants.yaml: a variants file .* awrsr compare BASE_CONFIG --variants_file FILE"):
         load_search_space(variants)
     assert load_search_space(space) == {"train.lr": [0.001, 0.0005], "model.dropout": [0.2]}  # each in its own place
     assert load_variants_file(variants) == {"none": None, "wide": {"model.hidden_size": 128}}

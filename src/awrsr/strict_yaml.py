@@ -189,7 +189,7 @@ def check_fit_config_shape(text: str, source: str) -> None:
         line, name = key.start_mark.line + 1, key.value
         if name not in FIT_KEYS:
             close = difflib.get_close_matches(str(name), FIT_KEYS, n=1)
-            hint = _misplaced_hint(str(name), value) or (f"did you mean {close[0]}? " if close else "")
+            hint = _misplaced_hint(str(name), text) or (f"did you mean {close[0]}? " if close else "")
             raise ConfigError(f"{source}, line {line}: unknown section {name!r}; {hint}a fit config has {known}")
         if name in FIT_SECTIONS and not _null(value) and not (isinstance(value, yaml.ScalarNode) and value.tag.endswith(":str")):
             if not isinstance(value, yaml.MappingNode):
@@ -234,17 +234,53 @@ def _check_known_key(section: str, key: yaml.Node, source: str) -> None:
     raise ConfigError(f"{source}, line {key.start_mark.line + 1}: unknown key '{section}.{key.value}'; {hint}")
 
 
-def _misplaced_hint(name: str, value: yaml.Node) -> str:
-    """Where an unknown section's setting belongs, when it looks like another command's file (a
-    search space: dotted keys, lists of values; a comparison's variants: names mapping dotted
-    keys to values) or a fit setting written flat (``train.lr: 0.1``); "" otherwise."""
+# The three kinds of YAML file the commands take, by their shapes (``file_kind``), and where each goes.
+FIT_CONFIG = "a fit config"
+SEARCH_SPACE = "a search space (dotted keys, lists of values)"
+VARIANTS_FILE = "a variants file (variant names, each with its options)"
+WHERE_IT_GOES = {
+    FIT_CONFIG: "give the base config first: awrsr tune BASE_CONFIG SPACE, awrsr compare BASE_CONFIG --variants_file FILE",
+    SEARCH_SPACE: "it goes to awrsr tune BASE_CONFIG SPACE",
+    VARIANTS_FILE: "it goes to awrsr compare BASE_CONFIG --variants_file FILE",
+}
+
+
+def file_kind(loaded: Any) -> str | None:
+    """Which of the commands' files ``loaded`` (a parsed YAML file) is by its shape: FIT_CONFIG
+    (fit's sections only), SEARCH_SPACE (dotted keys, lists of values) or VARIANTS_FILE (names,
+    each with dotted options, or none for a base); None for none of them."""
+    if not isinstance(loaded, dict) or not loaded:
+        return None
+    keys, values = [str(key) for key in loaded], list(loaded.values())
+    if set(keys) <= set(FIT_KEYS):
+        return FIT_CONFIG
+    if all("." in key and isinstance(value, list) for key, value in zip(keys, values)):
+        return SEARCH_SPACE
+    if any(isinstance(value, dict) and value for value in values) and all(
+        value is None or (isinstance(value, dict) and all("." in str(option) for option in value)) for value in values
+    ):
+        return VARIANTS_FILE
+    return None
+
+
+def refuse_other_kind(loaded: Any, path: object, expected: str) -> None:
+    """A ConfigError naming what ``path`` is and where it goes, when its contents ``loaded`` are
+    another kind of file than ``expected`` (two files swapped on a command line)."""
+    kind = file_kind(loaded)
+    if kind is not None and kind != expected:
+        raise ConfigError(f"{path}: {kind}, not {expected}; {WHERE_IT_GOES[kind]}")
+
+
+def _misplaced_hint(name: str, text: str) -> str:
+    """Where an unknown section's setting belongs: the whole file (``text``) is another command's
+    (a search space, a variants file), or the setting is a fit setting written flat
+    (``train.lr: 0.1``); "" otherwise."""
+    kind = file_kind(yaml.safe_load(text))
+    if kind in (SEARCH_SPACE, VARIANTS_FILE):
+        return f"it looks like {kind}: {WHERE_IT_GOES[kind]}; "
     section, _, key = name.partition(".")
-    if key and isinstance(value, yaml.SequenceNode):
-        return "it looks like a search space (dotted keys, lists of values): the command is awrsr tune BASE_CONFIG SPACE; "
     if key and section in FIT_SECTIONS:
         return f"a fit config nests its settings ({section}: {{{key}: ...}}); "
-    if isinstance(value, yaml.MappingNode) and value.value and all("." in str(k.value) for k, _ in value.value):
-        return "it looks like a variants file (variant names, each with its options): awrsr compare BASE_CONFIG --variants_file FILE; "
     return ""
 
 

@@ -29,7 +29,7 @@ from awrsr.experiments.runs import (
 )
 from awrsr.experiments.stats import summary_against
 from awrsr.files import csv_text, output_directory, read_text, relative_to_cwd, user_path, write_text_atomic
-from awrsr.strict_yaml import check_unique_keys
+from awrsr.strict_yaml import VARIANTS_FILE, check_unique_keys, refuse_other_kind
 
 COMPARE_TO = "compare_to"  # in a variants file: the variant this one's improvement and p-value refer to
 TABLE_METRICS = ["hr@1", "hr@5", "ndcg@5", "ndcg@10"]  # Recall@k = HR@k with one target per user
@@ -149,9 +149,7 @@ def load_variants_file(path: str | Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: cannot read the variants file ({err.strerror or err})") from None
     check_unique_keys(text, str(path))  # names the file and line of a YAML error, or of a repeated key
     variants = yaml.safe_load(text)
-    if isinstance(variants, dict) and variants and all("." in str(k) and isinstance(v, list) for k, v in variants.items()):
-        raise ConfigError(f"{path}: a search space (dotted keys, lists of values), not a comparison's variants; "
-                          "it goes to awrsr tune BASE_CONFIG SPACE")
+    refuse_other_kind(variants, path, VARIANTS_FILE)  # a base config or a search space in its place
     if not isinstance(variants, dict) or not all(isinstance(o, dict) or o is None for o in variants.values()):
         raise ConfigError(f"{path}: expected a mapping of variant names to option mappings, e.g. parec: {{model.attention: positional}}")
     return variants

@@ -38,7 +38,7 @@ from awrsr.experiments.runs import (
 from awrsr.files import csv_text, output_directory, read_text, user_path, write_text_atomic
 from awrsr.infer.artifact import CONFIG_FILE, METRICS_FILE
 from awrsr.run_config import check_fit_args, load_fit_config, part_specific_options, unread_options
-from awrsr.strict_yaml import FIT_KEYS, check_unique_keys
+from awrsr.strict_yaml import SEARCH_SPACE, check_unique_keys, refuse_other_kind
 
 
 def load_search_space(path: str | Path) -> dict[str, list[Any]]:
@@ -50,14 +50,7 @@ def load_search_space(path: str | Path) -> dict[str, list[Any]]:
     space = yaml.safe_load(text)
     if not isinstance(space, dict) or not space:
         raise ConfigError(f"{path}: expected a mapping of config keys to lists of values")
-    if set(space) <= set(FIT_KEYS):  # the two files swapped
-        raise ConfigError(f"{path}: a fit config, not a search space (dotted keys, lists of values); the command is "
-                          "awrsr tune BASE_CONFIG SPACE, the base config first")
-    if any(isinstance(values, dict) for values in space.values()) and all(
-        isinstance(values, dict) or values is None for values in space.values()  # a variant with no options
-    ):
-        raise ConfigError(f"{path}: a comparison's variants (names, each with its options), not a search space; "
-                          "they go to awrsr compare BASE_CONFIG --variants_file FILE")
+    refuse_other_kind(space, path, SEARCH_SPACE)  # a base config or a variants file in its place
     for key, values in space.items():
         if "." not in str(key) or not isinstance(values, list) or not values:
             raise ConfigError(f"{path}: {key!r} must be a dotted config key (e.g. train.lr) with a non-empty list")
